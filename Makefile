@@ -1,0 +1,58 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+# Both create .venv from requirements/lock.txt when it is missing or out of date.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
+
+.PHONY: demo test lint lab student-wheel student-env lock clean
+
+$(STAMP): pyproject.toml setup.py requirements/lock.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "Installing the pinned environment into $(VENV) (first time: about two minutes)..."
+	$(PIP) setuptools wheel
+	$(PIP) --no-build-isolation -e '.[dev]'
+	@touch $@
+
+## The main job: release the self-attention assignment, grade a sample class, export grades.
+demo: $(STAMP)
+	$(BIN)/python -m grader demo
+
+## Lint, then every test (CI runs this through .ci/run).
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+## JupyterLab on the course, with nbgrader's extension and a course directory under build/.
+lab: $(STAMP)
+	$(BIN)/python -m grader lab
+
+## The student edition: the grader (for `python -m grader check`) without the reference solutions.
+student-wheel: $(STAMP)
+	rm -rf build/student-src && mkdir -p build/student-src build/dist
+	cp -r pyproject.toml setup.py README.md grader build/student-src/
+	rm -f build/dist/attention_course-*.whl
+	COURSE_EDITION=student $(BIN)/pip wheel --quiet --no-deps --no-build-isolation \
+		-w build/dist build/student-src
+
+student-env: student-wheel
+	@test -x .venv-student/bin/python || $(PYTHON) -m venv .venv-student
+	.venv-student/bin/pip install --quiet -c requirements/lock.txt build/dist/attention_course-*.whl
+
+## Re-resolve the pins after changing the ranges in pyproject.toml.
+lock:
+	rm -rf build/lock-venv && $(PYTHON) -m venv build/lock-venv
+	build/lock-venv/bin/pip install --quiet setuptools wheel
+	build/lock-venv/bin/pip install --quiet --no-build-isolation '.[dev]'
+	build/lock-venv/bin/pip freeze --all | grep -v -e '^attention-course' -e '^pip==' \
+		| sed 's/+cpu$$//' | sort -f > build/lock.body
+	{ sed -n '1,2p' requirements/lock.txt; cat build/lock.body; } > build/lock.txt
+	mv build/lock.txt requirements/lock.txt
+
+clean:
+	rm -rf build

@@ -1,0 +1,39 @@
+"""Masks and the masked softmax.
+
+Convention used everywhere in the course: a boolean mask is True where a query MAY attend to a
+key, the same meaning as a boolean `attn_mask` in `F.scaled_dot_product_attention`. (PyTorch's
+`key_padding_mask` in `nn.MultiheadAttention` uses the opposite meaning: True = ignore.)
+"""
+
+import torch
+
+
+def causal_mask(L: int, S: int | None = None, device=None) -> torch.Tensor:
+    """(L, S) boolean mask where query i may attend to keys 0..i (aligned top-left, like
+    `is_causal=True` in PyTorch)."""
+    S = L if S is None else S
+    return torch.ones(L, S, dtype=torch.bool, device=device).tril()
+
+
+def padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
+    """(B, S) boolean mask, True for the first lengths[b] positions of sequence b.
+
+    To use it as an attention mask over keys, add a query axis: `padding_mask(...)[:, None, :]`.
+    """
+    S = int(lengths.max()) if max_len is None else max_len
+    positions = torch.arange(S, device=lengths.device)  # (S,)
+    return positions < lengths[:, None]  # (B, S)
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None, dim: int = -1):
+    """Softmax along `dim` that gives masked-out positions exactly zero weight.
+
+    Masked scores become -inf before the softmax, so the rest still sum to one. A row with
+    nothing left to attend to would be 0/0; it gets all-zero weights instead of NaN.
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=dim)
+    scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=dim)
+    # rows that were fully masked are NaN: replace them with zeros (keeps gradients finite)
+    return weights.masked_fill(~mask.any(dim=dim, keepdim=True), 0.0)
