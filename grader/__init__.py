@@ -1,0 +1,5 @@
+"""The course's autograder, built on nbgrader.
+
+`python -m grader --help` lists the commands. `grader.checks` holds the helpers that the
+notebooks' tests call; they are safe to ship to students (they contain no solutions).
+"""

@@ -1,0 +1,30 @@
+"""Checks that the notebooks' tests call, written to explain what went wrong.
+
+A failing check raises `CheckFailure` (an AssertionError) whose message says what was expected,
+what came back, where the largest error is, and the likely cause when it is recognisable. These
+helpers contain no solutions, so the student edition ships them too.
+"""
+
+from .compare import CheckFailure, expect_close, expect_shape, expect_tensor
+from .forbidden import forbidden_builtins
+from .properties import (
+    expect_no_lookahead,
+    expect_permutation_equivariant,
+    expect_rows_sum_to_one,
+    expect_zero_where_masked,
+)
+from .reference import compare_gradients, compare_outputs
+
+__all__ = [
+    "CheckFailure",
+    "compare_gradients",
+    "compare_outputs",
+    "expect_close",
+    "expect_no_lookahead",
+    "expect_permutation_equivariant",
+    "expect_rows_sum_to_one",
+    "expect_shape",
+    "expect_tensor",
+    "expect_zero_where_masked",
+    "forbidden_builtins",
+]

@@ -1,0 +1,56 @@
+"""Switch off PyTorch's ready-made attention while a student's code is being checked."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from .compare import CheckFailure
+
+# (owner, attribute, how the student would have written it)
+FORBIDDEN = [
+    (F, "scaled_dot_product_attention", "F.scaled_dot_product_attention"),
+    (F, "multi_head_attention_forward", "F.multi_head_attention_forward"),
+    (torch.nn.MultiheadAttention, "forward", "nn.MultiheadAttention"),
+    (torch.nn.TransformerEncoderLayer, "forward", "nn.TransformerEncoderLayer"),
+    (torch.nn.TransformerDecoderLayer, "forward", "nn.TransformerDecoderLayer"),
+]
+
+
+def _blocked(name: str):
+    def refuse(*args, **kwargs):
+        raise CheckFailure(
+            f"{name} is switched off while your code is graded: this exercise asks you to "
+            "write it yourself from basic tensor operations.")
+    return refuse
+
+
+@contextlib.contextmanager
+def forbidden_builtins(namespace: dict | None = None):
+    """Within the block, PyTorch's attention built-ins raise a CheckFailure.
+
+    Also replaces any name in `namespace` (default: the notebook's globals) bound directly to
+    one of them, such as after `from torch.nn.functional import scaled_dot_product_attention`.
+    """
+    if namespace is None:
+        namespace = vars(sys.modules["__main__"])
+    saved = []
+    try:
+        for owner, attr, name in FORBIDDEN:
+            original = getattr(owner, attr)
+            saved.append((owner, attr, original))
+            setattr(owner, attr, _blocked(name))
+            for var, value in list(namespace.items()):
+                if value is original:
+                    saved.append((namespace, var, original))
+                    namespace[var] = _blocked(name)
+        yield
+    finally:
+        for owner, attr, original in reversed(saved):
+            if isinstance(owner, dict):
+                owner[attr] = original
+            else:
+                setattr(owner, attr, original)

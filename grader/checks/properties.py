@@ -1,0 +1,82 @@
+"""Properties any correct attention must have, checked without knowing the exact answer.
+
+Visible tests use these: they catch the common mistakes and name them, without revealing the
+expected numbers.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .compare import CheckFailure, _fmt_index, expect_tensor
+
+
+def expect_rows_sum_to_one(att, what: str = "attention weights", mask=None) -> None:
+    """Each query's weights over the keys (the last axis) must form a distribution."""
+    att = expect_tensor(att, what).detach()
+    if (att < -1e-6).any():
+        where = _fmt_index((att < -1e-6).nonzero()[0])
+        raise CheckFailure(f"{what} has a negative entry at {where}: weights come from a "
+                           "softmax and are never negative")
+    sums = att.sum(dim=-1)
+    tol = 1e-4 if att.dtype in (torch.float32, torch.float16, torch.bfloat16) else 1e-8
+    ok = (sums - 1).abs() <= tol
+    if ok.all():
+        return
+    where = torch.unravel_index((sums - 1).abs().flatten().argmax(), sums.shape)
+    msg = (f"{what}: row {_fmt_index(where)} sums to {float(sums[where]):.6g}, not 1 "
+           "(each query's weights over all keys, the last axis, must sum to one).")
+    if att.dim() >= 2 and ((att.sum(dim=-2) - 1).abs() <= tol).all():
+        msg += "\nLikely cause: the softmax was taken over the wrong axis (the queries, dim=-2)."
+    elif mask is not None:
+        msg += ("\nLikely cause: the mask was applied after the softmax; masked scores must "
+                "be set to -inf before it, so the remaining weights still sum to one.")
+    raise CheckFailure(msg)
+
+
+def expect_zero_where_masked(att, mask, what: str = "attention weights") -> None:
+    """Keys a query may not attend to (mask False) must get exactly zero weight."""
+    att = expect_tensor(att, what).detach()
+    mask = mask.expand_as(att)
+    leaked = (~mask) & (att.abs() > 0)
+    if leaked.any():
+        where = leaked.nonzero()[0]
+        raise CheckFailure(
+            f"{what} is {float(att[tuple(where)]):.3g} at {_fmt_index(where)}, where the mask "
+            "is False: masked-out keys must get exactly zero weight.\nLikely cause: the mask was "
+            "ignored, inverted (True means 'may attend'), or filled with 0 instead of -inf.")
+
+
+def expect_no_lookahead(attend, x: torch.Tensor, what: str = "output") -> None:
+    """Changing tokens at positions > t must not change the output at position t.
+
+    attend: function of x (B, T, D) returning the output (B, T, D') under a causal mask.
+    """
+    T = x.size(1)
+    before = expect_tensor(attend(x), what).detach()
+    for t in range(T - 1):
+        changed = x.clone()
+        changed[:, t + 1:] = torch.randn_like(changed[:, t + 1:])
+        after = attend(changed).detach()
+        if not torch.allclose(before[:, : t + 1], after[:, : t + 1], atol=1e-5, rtol=1e-4):
+            raise CheckFailure(
+                f"{what} at position {t} changed when only positions {t + 1}..{T - 1} (the "
+                "future) were changed: the causal mask lets queries look ahead.\nLikely cause: "
+                "the mask is off by one or transposed (query i may attend to keys 0..i).")
+
+
+def expect_permutation_equivariant(fn, x: torch.Tensor, what: str = "output") -> None:
+    """Without positions or masks, self-attention treats the input as a set: shuffling the
+    tokens shuffles the outputs the same way, and changes nothing else."""
+    g = torch.Generator().manual_seed(1)
+    perm = torch.randperm(x.size(1), generator=g).to(x.device)
+    y = expect_tensor(fn(x), what).detach()
+    y_perm = fn(x[:, perm]).detach()
+    if not torch.allclose(y[:, perm], y_perm, atol=1e-5, rtol=1e-4):
+        err = (y[:, perm] - y_perm).abs().max()
+        raise CheckFailure(
+            f"{what} is not permutation equivariant: shuffling the input tokens with "
+            f"{perm.tolist()} should shuffle the outputs the same way, but they differ by up "
+            f"to {float(err):.3g}."
+            "\nLikely cause: mixing information across the token axis outside attention "
+            "(for example a reshape that interleaves tokens and heads).")

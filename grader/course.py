@@ -1,0 +1,135 @@
+"""Where the course lives on disk, and the nbgrader configuration that drives it.
+
+The nbgrader course directory is generated under build/ (ignored by git). Its `source/` is a
+link to the repository's `assignments/`, so the source notebooks stay where authors edit them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from traitlets.config import Config
+
+REPO = Path(__file__).resolve().parent.parent
+COURSE_ID = "attention-course"
+
+# Per-cell time limit when autograding (seconds). Training cells in later assignments may need
+# more; an assignment can override it in its own config (see `nbgrader_config`).
+CELL_TIMEOUT = 120
+
+
+def quiet() -> None:
+    """Silence library noise a course user cannot act on (see README: 'Clean output')."""
+    os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")  # jupyter_core's path-migration notice
+    warnings.filterwarnings("ignore", module="sqlalchemy")  # SAWarning per new submission
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=".*TCP.*encryption.*")
+    for name in ("traitlets", "nbgrader", "jupyter_client", "nbclient", "NbGraderAPI"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+@dataclass(frozen=True)
+class Course:
+    """Paths of one nbgrader course directory (root) fed from a source directory."""
+
+    root: Path
+    source: Path = REPO / "assignments"
+
+    @property
+    def release(self) -> Path:
+        return self.root / "release"
+
+    @property
+    def submitted(self) -> Path:
+        return self.root / "submitted"
+
+    @property
+    def autograded(self) -> Path:
+        return self.root / "autograded"
+
+    @property
+    def feedback(self) -> Path:
+        return self.root / "feedback"
+
+    @property
+    def exchange(self) -> Path:
+        # A writable exchange inside the course, so nbgrader never reaches for
+        # /usr/local/share/nbgrader/exchange.
+        return self.root / "exchange"
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.root / 'gradebook.db'}"
+
+    def prepare(self) -> Course:
+        """Create the directory skeleton and link `source` to the assignments."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.exchange.mkdir(exist_ok=True)
+        link = self.root / "source"
+        if link.is_symlink() and link.resolve() != self.source.resolve():
+            link.unlink()
+        if not link.exists():
+            link.symlink_to(self.source.resolve(), target_is_directory=True)
+        return self
+
+    def assignments(self) -> list[str]:
+        return sorted(p.parent.name for p in self.source.glob("*/*.ipynb")
+                      if ".ipynb_checkpoints" not in p.parts)
+
+    def notebooks(self, assignment: str) -> list[str]:
+        return sorted(p.stem for p in (self.source / assignment).glob("*.ipynb"))
+
+
+DEFAULT_COURSE = Course(REPO / "build" / "course")
+
+
+def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT) -> Config:
+    """The nbgrader configuration for `course`: nbgrader's own pipeline plus our steps."""
+    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        CheckCellMetadata,
+        ClearHiddenTests,
+        Execute,
+        GetGrades,
+        IgnorePattern,
+        LimitOutput,
+        SaveAutoGrades,
+    )
+
+    from grader.preprocessors import ShortTracebacks, StderrIsNotFailure
+
+    c = Config()
+    c.CourseDirectory.root = str(course.root)
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.db_url = course.db_url
+    c.Exchange.root = str(course.exchange)
+    c.NbGraderAPI.log_level = "ERROR"
+    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    c.Execute.timeout = cell_timeout
+    c.Execute.interrupt_on_timeout = True
+    # nbgrader's autograde pipeline, with one step added after execution: warnings that torch
+    # prints to stderr must not cost a correct answer its points (nbgrader issue #1904).
+    c.Autograde.autograde_preprocessors = [
+        Execute,
+        IgnorePattern,
+        StderrIsNotFailure,
+        ClearMetadataPreprocessor,
+        LimitOutput,
+        SaveAutoGrades,
+        AssignLatePenalties,
+        CheckCellMetadata,
+    ]
+    # Feedback must not show the hidden tests (nbgrader issue #917): drop their code and
+    # shorten tracebacks (which would quote it) to the message written for the student.
+    c.GenerateFeedback.preprocessors = [
+        GetGrades,
+        ClearHiddenTests,
+        ShortTracebacks,
+        CSSHTMLHeaderPreprocessor,
+    ]
+    return c

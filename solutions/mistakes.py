@@ -1,0 +1,88 @@
+"""Common wrong versions of the reference, used by hidden tests to name a likely cause.
+
+Each function takes the same inputs as the reference it shadows and returns
+{description of the mistake: what that mistake would return}. If a student's answer matches
+one of them, the failure message says so. Instructor-only: ships with `solutions`.
+"""
+
+import math
+
+import torch
+
+from .masking import masked_softmax
+
+
+def _finish(att, v):
+    return att @ v, att
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    d = q.size(-1)
+    raw = q @ k.transpose(-2, -1)
+    scores = raw / math.sqrt(d)
+    causes = {
+        "the softmax was taken over the wrong axis (the queries, dim=-2, instead of the keys, "
+        "dim=-1)": _finish(masked_softmax(scores, mask, dim=-2), v),
+        "the scores were not divided by sqrt(d)": _finish(masked_softmax(raw, mask), v),
+        "the scores were divided by d instead of sqrt(d)":
+            _finish(masked_softmax(raw / d, mask), v),
+    }
+    if mask is not None:
+        after = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+        causes.update({
+            "the mask was applied after the softmax (set masked scores to -inf before it)":
+                _finish(after, v),
+            "masked scores were filled with 0 instead of -inf":
+                _finish(torch.softmax(scores.masked_fill(~mask, 0.0), dim=-1), v),
+            "the mask was ignored": _finish(torch.softmax(scores, dim=-1), v),
+            "the mask was inverted (True means 'may attend')":
+                _finish(masked_softmax(scores, ~mask), v),
+        })
+    return causes
+
+
+def causal_mask(T, device=None):
+    ones = torch.ones(T, T, dtype=torch.bool, device=device)
+    return {
+        "the diagonal is masked (off by one: a query may attend to itself)": ones.tril(-1),
+        "the mask is transposed (query i may attend to keys 0..i, not i..T-1)": ones.triu(),
+        "True and False are swapped (True means 'may attend')": ~ones.tril(),
+    }
+
+
+def multi_head_attention(module, query, key, value, mask=None):
+    """Mistakes in a MultiHeadAttention forward; `module` is the reference holding the weights."""
+    B, L, D = query.shape
+    H, d_head = module.n_head, D // module.n_head
+    if mask is not None and mask.dim() == 3:
+        mask = mask.unsqueeze(1)
+
+    def attention(split, merge, scale, project=True):
+        q = split(module.q_proj(query))
+        k, v = split(module.k_proj(key)), split(module.v_proj(value))
+        att = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(scale), mask)
+        y = merge(att @ v)
+        return (module.out_proj(y) if project else y), att
+
+    def split(x):  # (B, T, D) -> (B, H, T, d_head)
+        return x.view(B, -1, H, d_head).transpose(1, 2)
+
+    def merge(y):  # (B, H, L, d_head) -> (B, L, D)
+        return y.transpose(1, 2).reshape(B, L, D)
+
+    def split_without_transpose(x):
+        return x.view(B, H, -1, d_head)
+
+    def merge_without_transpose(y):
+        return y.reshape(B, L, D)
+
+    return {
+        "the heads were split with view/reshape but without transpose(1, 2), so each 'head' "
+        "mixes several tokens": attention(split_without_transpose, merge_without_transpose,
+                                          d_head),
+        "the heads were merged back without transpose(1, 2) before the reshape":
+            attention(split, merge_without_transpose, d_head),
+        "the scores were scaled by sqrt(d_model) instead of sqrt(d_head)":
+            attention(split, merge, D),
+        "the output projection (out_proj) was not applied": attention(split, merge, d_head, False),
+    }
