@@ -6,20 +6,50 @@ after the deadline. This package is left out of the student edition (see README.
 """
 
 from .attention import SelfAttention, attend, general_attention, scaled_dot_product_attention
+from .captioning import CaptionDecoder, GridEncoder
+from .layernorm import LayerNorm
 from .masking import causal_mask, masked_softmax, padding_mask
+from .mlp import MLP
 from .multihead import MultiHeadAttention
+from .pooling import gaussian_kernel_weights, nadaraya_watson
+from .positional import (
+    LearnedPositionalEncoding,
+    SinusoidalPositionalEncoding,
+    sinusoidal_encoding,
+)
+from .rnn import AttentionDecoder, Encoder, Seq2Seq
 from .scoring import AdditiveScore, dot_score, scaled_dot_score
+from .select import hard_select, soft_select
+from .transformer import DecoderBlock, DecoderOnlyLM, TransformerBlock, TransformerEncoder
 
 __all__ = [
     "AdditiveScore",
+    "AttentionDecoder",
+    "CaptionDecoder",
+    "DecoderBlock",
+    "DecoderOnlyLM",
+    "Encoder",
+    "GridEncoder",
+    "LayerNorm",
+    "LearnedPositionalEncoding",
+    "MLP",
     "MultiHeadAttention",
     "SelfAttention",
+    "Seq2Seq",
+    "SinusoidalPositionalEncoding",
+    "TransformerBlock",
+    "TransformerEncoder",
     "attend",
     "causal_mask",
     "dot_score",
+    "gaussian_kernel_weights",
     "general_attention",
+    "hard_select",
     "masked_softmax",
+    "nadaraya_watson",
     "padding_mask",
     "scaled_dot_product_attention",
     "scaled_dot_score",
+    "sinusoidal_encoding",
+    "soft_select",
 ]

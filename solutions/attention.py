@@ -6,7 +6,6 @@ Shapes: queries q (..., L, d), keys k (..., S, d), values v (..., S, d_v); the w
 (..., L, S) and the output (..., L, d_v). Any leading batch (and head) axes are carried along.
 """
 
-import torch
 import torch.nn.functional as F
 from torch import nn
 
