@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +22,21 @@ COURSE_ID = "attention-course"
 # more; an assignment can override it in its own config (see `nbgrader_config`).
 CELL_TIMEOUT = 120
 
+# Arguments for every kernel we start: keep its start-up log out of the user's terminal.
+KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
-def quiet() -> None:
-    """Silence library noise a course user cannot act on (see README: 'Clean output')."""
+
+def setup_process() -> None:
+    """Make nbgrader work from any caller, and silence noise a course user cannot act on."""
+    # nbgrader runs the `alembic` command when it creates a gradebook: it must be found even
+    # when this interpreter was started by path (.venv/bin/python) without activating .venv.
+    bin_dir = str(Path(sys.executable).parent)
+    if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
     os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")  # jupyter_core's path-migration notice
-    warnings.filterwarnings("ignore", module="sqlalchemy")  # SAWarning per new submission
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader: one per new submission
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=".*TCP.*encryption.*")
     for name in ("traitlets", "nbgrader", "jupyter_client", "nbclient", "NbGraderAPI"):
@@ -112,6 +123,8 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT) -> Config:
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.Execute.timeout = cell_timeout
     c.Execute.interrupt_on_timeout = True
+    # The kernel warns on every start that TCP is unencrypted (it listens on loopback only).
+    c.Execute.extra_arguments = KERNEL_ARGS
     # nbgrader's autograde pipeline, with one step added after execution: warnings that torch
     # prints to stderr must not cost a correct answer its points (nbgrader issue #1904).
     c.Autograde.autograde_preprocessors = [

@@ -1,0 +1,108 @@
+"""Autograde a folder of submissions, one student at a time, never stopping the batch.
+
+Submissions use nbgrader's layout: DIR/STUDENT/ASSIGNMENT/NOTEBOOK.ipynb. They are copied into
+the course's submitted/ folder (the originals are never touched) and graded by nbgrader.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+from grader.course import COURSE_ID, Course
+from grader.nbgrader_api import api_for, reason
+from grader.release import release
+
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
+
+
+@dataclass
+class Result:
+    student: str
+    score: float
+    max_score: float
+    error: str | None = None  # why the submission could not be graded
+
+    @property
+    def status(self) -> str:
+        return "error" if self.error else "graded"
+
+
+def find_submissions(submissions: Path, assignment: str) -> dict[str, Path | str]:
+    """{student: their assignment folder, or the reason it is unusable}."""
+    if not submissions.is_dir():
+        raise FileNotFoundError(f"submissions folder {submissions} does not exist")
+    found: dict[str, Path | str] = {}
+    for entry in sorted(submissions.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if not entry.is_dir():
+            continue
+        folder = entry / assignment
+        if not STUDENT_ID.match(entry.name):
+            found[entry.name] = (f"folder name {entry.name!r} is not a valid student id "
+                                 "(letters, digits, _ . @ -)")
+        elif not folder.is_dir():
+            others = ", ".join(p.name for p in entry.iterdir()) or "nothing"
+            found[entry.name] = (f"no folder {assignment}/ in {entry} (found: {others})")
+        else:
+            found[entry.name] = folder
+    if not found:
+        raise FileNotFoundError(f"no student folders in {submissions} "
+                                f"(expected {submissions}/STUDENT/{assignment}/*.ipynb)")
+    return found
+
+
+def _score(course: Course, assignment: str, student: str) -> tuple[float, float]:
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+            return sub.score, sub.max_score
+        except MissingEntry:
+            gb.update_or_create_student(student)  # so the export lists them, with zero
+            return 0.0, gb.find_assignment(assignment).max_score
+
+
+def _is_released(course: Course, assignment: str) -> bool:
+    if not (course.root / "gradebook.db").exists():
+        return False
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        try:
+            gb.find_assignment(assignment)
+            return True
+        except MissingEntry:
+            return False
+
+
+def autograde(course: Course, assignment: str, submissions: Path, progress=print) -> list[Result]:
+    """Grade every student in `submissions`; returns one Result per student folder."""
+    found = find_submissions(Path(submissions), assignment)
+    if not _is_released(course, assignment):
+        progress(f"{assignment} was not released yet: releasing it first")
+        release(course, assignment)
+    api = api_for(course)
+    results = []
+    for student, folder in found.items():
+        error = None
+        if isinstance(folder, str):
+            error = folder
+        else:
+            target = course.submitted / student / assignment
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(folder, target)
+            result = api.autograde(assignment, student, force=True, create=True)
+            if not result.get("success"):
+                error = reason(result)
+        score, max_score = _score(course, assignment, student)
+        results.append(Result(student, score, max_score, error))
+        progress(f"  {student:<12} {_line(results[-1])}")
+    return results
+
+
+def _line(r: Result) -> str:
+    return f"{r.score:g} / {r.max_score:g}" + (f"  ERROR: {r.error}" if r.error else "")

@@ -1,0 +1,99 @@
+"""`python -m grader check NOTEBOOK`: a student runs the visible tests and sees what passes.
+
+The notebook is executed in a fresh kernel (like the grader does), in memory: the file on disk
+is not changed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+from grader.course import CELL_TIMEOUT, KERNEL_ARGS, setup_process
+
+
+@dataclass
+class TestResult:
+    name: str
+    points: float
+    passed: bool
+    message: str = ""
+    hidden: bool = False  # a released cell whose tests were removed: graded after submission
+
+
+def _has_code(source: str) -> bool:
+    return any(line.strip() and not line.strip().startswith("#") for line in source.splitlines())
+
+
+def read_notebook(path: Path):
+    """Read a notebook, or raise ValueError naming the file and what is wrong with it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such notebook")
+    try:
+        return nbformat.read(path, as_version=4)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid notebook JSON (line {e.lineno}: {e.msg}); "
+                         "was it edited outside Jupyter?") from e
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text: {e}") from e
+    except Exception as e:  # nbformat validation and version errors
+        raise ValueError(f"{path} is not a readable notebook: {e}") from e
+
+
+def _first_error(cell) -> str | None:
+    for output in cell.get("outputs", []):
+        if output.output_type == "error":
+            return f"{output.ename}: {output.evalue}"
+    return None
+
+
+def run_visible_tests(path: Path, timeout: int = CELL_TIMEOUT) -> list[TestResult]:
+    setup_process()
+    path = Path(path).resolve()
+    nb = read_notebook(path)
+    client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
+                            extra_arguments=KERNEL_ARGS,
+                            resources={"metadata": {"path": str(path.parent)}})
+    stopped = None
+    try:
+        client.execute()
+    except CellTimeoutError:
+        stopped = f"a cell ran longer than {timeout} s and was stopped"
+    except DeadKernelError:
+        stopped = "the kernel died (out of memory, or the code exited Python)"
+
+    results = []
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        error = _first_error(cell)
+        ran = bool(cell.get("execution_count"))
+        if error is None and not ran:
+            error = f"not run: {stopped or 'execution stopped before this cell'}"
+        results.append(TestResult(meta.get("grade_id", "?"), float(meta.get("points", 0)),
+                                  error is None, error or "", hidden=not _has_code(cell.source)))
+    return results
+
+
+def report(results: list[TestResult], path: Path) -> str:
+    lines = [f"Visible tests in {path}:"]
+    for r in results:
+        if r.hidden:
+            lines.append(f"  ....  {r.name} ({r.points:g} pt): hidden, run when graded")
+            continue
+        mark = "PASS" if r.passed else "FAIL"
+        lines.append(f"  {mark}  {r.name} ({r.points:g} pt)")
+        if r.message:
+            lines.extend(f"          {line}" for line in r.message.splitlines()[:6])
+    visible = [r for r in results if not r.hidden]
+    passed = sum(r.passed for r in visible)
+    lines.append(f"{passed} of {len(visible)} visible tests pass. Hidden tests run when the "
+                 "instructor grades your submission.")
+    return "\n".join(lines)

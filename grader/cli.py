@@ -1,0 +1,126 @@
+"""`python -m grader`: release, autograde, feedback, export, check, demo, lab."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from grader.course import DEFAULT_COURSE, Course
+
+
+def _course(args) -> Course:
+    return Course(Path(args.course).resolve()) if args.course else DEFAULT_COURSE
+
+
+def cmd_release(args) -> int:
+    from grader.release import release
+
+    course = _course(args)
+    for assignment in args.assignments or course.assignments():
+        print(f"{assignment}: released to {release(course, assignment)}")
+    return 0
+
+
+def cmd_autograde(args) -> int:
+    from grader.autograde import autograde
+
+    print(f"Autograding {args.assignment} from {args.submissions}")
+    results = autograde(_course(args), args.assignment, Path(args.submissions))
+    errors = [r for r in results if r.error]
+    print(f"{len(results) - len(errors)} graded, {len(errors)} could not be graded "
+          f"(listed above with the reason).")
+    return 0
+
+
+def cmd_feedback(args) -> int:
+    from grader.feedback import feedback
+
+    pages = feedback(_course(args), args.assignment, to=Path(args.to) if args.to else None)
+    for student, result in pages.items():
+        where = result if isinstance(result, str) else ", ".join(str(p) for p in result)
+        print(f"  {student:<12} {where}")
+    return 1 if any(isinstance(r, str) for r in pages.values()) else 0
+
+
+def cmd_export(args) -> int:
+    from grader.export import export
+
+    print(f"grades written to {export(_course(args), Path(args.to))}")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from grader.check import report, run_visible_tests
+
+    results = run_visible_tests(Path(args.notebook), timeout=args.timeout)
+    print(report(results, Path(args.notebook)))
+    return 0 if all(r.passed for r in results) else 1
+
+
+def cmd_demo(args) -> int:
+    from grader.demo import meets_expectation, run_demo
+
+    rows = run_demo()
+    if all(meets_expectation(s, r) for s, r in rows):
+        print("\nEvery sample student got the score their story predicts.")
+        return 0
+    print("\nSome sample students did not get the expected score (marked NO above).")
+    return 1
+
+
+def cmd_lab(args) -> int:
+    from grader.lab import lab
+
+    return lab(_course(args), args.jupyter_args)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
+    p.add_argument("--course", help="nbgrader course directory (default: build/course)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("release", help="make student versions of assignments")
+    s.add_argument("assignments", nargs="*", help="default: every assignment")
+    s.set_defaults(run=cmd_release)
+
+    s = sub.add_parser("autograde", help="grade submitted notebooks")
+    s.add_argument("assignment")
+    s.add_argument("--submissions", required=True,
+                   help="folder laid out as STUDENT/ASSIGNMENT/NOTEBOOK.ipynb")
+    s.set_defaults(run=cmd_autograde)
+
+    s = sub.add_parser("feedback", help="feedback HTML for autograded students")
+    s.add_argument("assignment")
+    s.add_argument("--to", help="also copy the pages here as STUDENT.html")
+    s.set_defaults(run=cmd_feedback)
+
+    s = sub.add_parser("export", help="grades as CSV (nbgrader's format)")
+    s.add_argument("--to", default="grades.csv")
+    s.set_defaults(run=cmd_export)
+
+    s = sub.add_parser("check", help="(students) run a notebook's visible tests")
+    s.add_argument("notebook")
+    s.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+    s.set_defaults(run=cmd_check)
+
+    s = sub.add_parser("demo", help="release, grade a sample class, export (make demo)")
+    s.set_defaults(run=cmd_demo)
+
+    s = sub.add_parser("lab", help="JupyterLab with nbgrader's extension on the course")
+    s.add_argument("jupyter_args", nargs=argparse.REMAINDER)
+    s.set_defaults(run=cmd_lab)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""A sample class for the self-attention assignment, made from the source and the release.
+
+Each student is the released notebook with answers filled in: the source's solutions, changed
+by small edits that reproduce a mistake real students make. Building them from the current
+notebooks (instead of storing copies) keeps the demo in step with the assignment; an edit
+whose target text is gone fails loudly.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+
+@dataclass(frozen=True)
+class Edit:
+    cell: str  # grade_id of the solution cell
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    story: str
+    expect: str  # "full", "zero", "partial"
+    blank: bool = False
+    edits: list[Edit] = field(default_factory=list)
+
+
+SELF_ATTENTION_CLASS = [
+    Student("alice", "perfect: the source solution", "full"),
+    Student("bob", "blank: the release, untouched", "zero", blank=True),
+    Student("carol", "softmax over the wrong axis", "partial", edits=[
+        Edit("sdpa", "torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")]),
+    Student("dave", "forgot the 1/sqrt(d) scale", "partial", edits=[
+        Edit("sdpa", "q @ k.transpose(-2, -1) / math.sqrt(d)", "q @ k.transpose(-2, -1)")]),
+    Student("erin", "notebook raises early (a leftover debug line)", "partial", edits=[
+        Edit("causal_mask", "def causal_mask(", "print(T)\n\n\ndef causal_mask(")]),
+    Student("frank", "split the heads without the transpose", "partial", edits=[
+        Edit("mha", "x.view(B, -1, self.n_head, self.d_head).transpose(1, 2)",
+             "x.view(B, self.n_head, -1, self.d_head)"),
+        Edit("mha", "y.transpose(1, 2).reshape(B, L, self.d_model)",
+             "y.reshape(B, L, self.d_model)")]),
+    Student("grace", "mask applied after the softmax", "partial", edits=[
+        Edit("sdpa",
+             "    if mask is not None:\n"
+             "        scores = scores.masked_fill(~mask, float(\"-inf\"))\n"
+             "    att = torch.softmax(scores, dim=-1)",
+             "    att = torch.softmax(scores, dim=-1)\n"
+             "    if mask is not None:\n"
+             "        att = att.masked_fill(~mask, 0.0)")]),
+]
+
+
+def _solution_text(source_cell) -> str:
+    """The source cell's code with nbgrader's solution markers removed."""
+    keep = [line for line in source_cell.source.splitlines()
+            if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
+    return "\n".join(keep)
+
+
+def _grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def make_submission(source_nb: Path, released_nb: Path, student: Student):
+    """The released notebook as `student` would hand it in."""
+    released = nbformat.read(released_nb, as_version=4)
+    if student.blank:
+        return released
+    source = {_grade_id(c): c for c in nbformat.read(source_nb, as_version=4).cells}
+    nb = copy.deepcopy(released)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = _solution_text(source[_grade_id(cell)])
+    by_id = {_grade_id(c): c for c in nb.cells}
+    for edit in student.edits:
+        cell = by_id.get(edit.cell)
+        if cell is None or edit.old not in cell.source:
+            raise ValueError(f"sample student {student.id}: cannot find {edit.old!r} in cell "
+                             f"{edit.cell!r} of {source_nb}; update grader/demo/sample_class.py")
+        cell.source = cell.source.replace(edit.old, edit.new)
+    return nb
+
+
+def write_class(source_nb: Path, released_nb: Path, students: list[Student], to: Path,
+                assignment: str) -> Path:
+    """Write to/STUDENT/ASSIGNMENT/NOTEBOOK.ipynb for every student (nbgrader's layout)."""
+    for student in students:
+        folder = to / student.id / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(make_submission(source_nb, released_nb, student),
+                       folder / released_nb.name)
+    return to

@@ -1,0 +1,41 @@
+"""`make lab`: JupyterLab on the course with nbgrader's extension pointed at build/course."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from grader.course import DEFAULT_COURSE, REPO, Course
+
+CONFIG = '''\
+# Written by `python -m grader lab`; regenerated on every start.
+from pathlib import Path
+
+from grader.course import Course, nbgrader_config
+
+c = get_config()  # noqa: F821
+c.merge(nbgrader_config(Course(Path({root!r}))))
+'''
+
+
+def write_config(course: Course = DEFAULT_COURSE):
+    """A Jupyter config folder whose nbgrader_config.py points the extension at `course`."""
+    course.prepare()
+    folder = REPO / "build" / "jupyter"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "nbgrader_config.py").write_text(CONFIG.format(root=str(course.root)))
+    return folder
+
+
+def lab(course: Course = DEFAULT_COURSE, extra_args: list[str] | None = None) -> int:
+    folder = write_config(course)
+    env = dict(os.environ)
+    # JUPYTER_CONFIG_PATH adds our folder in front of the usual ones (user settings still apply).
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
+        p for p in (str(folder), env.get("JUPYTER_CONFIG_PATH")) if p)
+    env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={REPO}",
+           *(extra_args or [])]
+    print(f"JupyterLab on {REPO} (nbgrader course: {course.root}); Ctrl-C to stop.")
+    return subprocess.call(cmd, env=env)

@@ -1,0 +1,42 @@
+"""One place that builds nbgrader's API object for a course, and runs its steps."""
+
+from __future__ import annotations
+
+import re
+
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+
+from grader.course import Course, nbgrader_config, setup_process
+
+
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_.]*(Error|Exception): ")
+
+
+class NbGraderError(RuntimeError):
+    """An nbgrader step failed; the message carries the reason from nbgrader's log."""
+
+
+def api_for(course: Course) -> NbGraderAPI:
+    setup_process()
+    course.prepare()
+    config = nbgrader_config(course)
+    return NbGraderAPI(CourseDirectory(config=config), config=config)
+
+
+def reason(result: dict) -> str:
+    """The most useful line of a failed nbgrader result: the exception it ended with."""
+    lines = [line.strip() for line in
+             ((result.get("log") or "") + "\n" + (result.get("error") or "")).splitlines()]
+    exceptions = [line for line in lines if EXCEPTION_LINE.match(line)
+                  and "NbGraderException" not in line]
+    if exceptions:
+        return exceptions[-1]
+    errors = [line.removeprefix("[ERROR]").strip() for line in lines if line.startswith("[ERROR]")]
+    return errors[0] if errors else "unknown error (see nbgrader's log)"
+
+
+def ok(result: dict, step: str) -> dict:
+    if not result.get("success"):
+        raise NbGraderError(f"{step} failed: {reason(result)}")
+    return result
