@@ -15,6 +15,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from grader.course import COURSE_ID, Course
 from grader.nbgrader_api import api_for, reason
+from grader.notebooks import unreadable_notebooks
 from grader.release import release
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
@@ -95,9 +96,11 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
             if target.exists():
                 shutil.rmtree(target)
             shutil.copytree(folder, target)
-            result = api.autograde(assignment, student, force=True, create=True)
-            if not result.get("success"):
-                error = reason(result)
+            error = unreadable_notebooks(folder, course.notebooks(assignment))
+            if error is None:
+                result = api.autograde(assignment, student, force=True, create=True)
+                if not result.get("success"):
+                    error = reason(result)
         score, max_score = _score(course, assignment, student)
         results.append(Result(student, score, max_score, error))
         progress(f"  {student:<12} {_line(results[-1])}")

@@ -6,15 +6,14 @@ is not changed.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from grader.course import CELL_TIMEOUT, KERNEL_ARGS, setup_process
+from grader.notebooks import read_notebook
 
 
 @dataclass
@@ -28,22 +27,6 @@ class TestResult:
 
 def _has_code(source: str) -> bool:
     return any(line.strip() and not line.strip().startswith("#") for line in source.splitlines())
-
-
-def read_notebook(path: Path):
-    """Read a notebook, or raise ValueError naming the file and what is wrong with it."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such notebook")
-    try:
-        return nbformat.read(path, as_version=4)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not valid notebook JSON (line {e.lineno}: {e.msg}); "
-                         "was it edited outside Jupyter?") from e
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 text: {e}") from e
-    except Exception as e:  # nbformat validation and version errors
-        raise ValueError(f"{path} is not a readable notebook: {e}") from e
 
 
 def _first_error(cell) -> str | None:

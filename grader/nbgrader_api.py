@@ -9,7 +9,6 @@ from nbgrader.coursedir import CourseDirectory
 
 from grader.course import Course, nbgrader_config, setup_process
 
-
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_.]*(Error|Exception): ")
 
 

@@ -82,6 +82,7 @@ def multi_head_attention(module, query, key, value, mask=None):
                                           d_head),
         "the heads were merged back without transpose(1, 2) before the reshape":
             attention(split, merge_without_transpose, d_head),
+        "the scores were not divided by sqrt(d_head)": attention(split, merge, 1),
         "the scores were scaled by sqrt(d_model) instead of sqrt(d_head)":
             attention(split, merge, D),
         "the output projection (out_proj) was not applied": attention(split, merge, d_head, False),

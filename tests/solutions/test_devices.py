@@ -10,6 +10,10 @@ Three checks use them:
    that mixes it with the CPU inputs raises.
 3. cuda: the same forward on CUDA matches CPU (skipped without a CUDA device).
 
+Checks 1 and 2 also run under `SameDevice`, which fails any torch call whose tensor arguments
+sit on different devices: PyTorch itself lets a few such calls through (an embedding lookup
+with weights on CPU and indices on meta returns a CPU tensor), and a real GPU would not.
+
 Plus float32 and float64 runs: floating outputs keep the input dtype.
 nn.GRU / nn.GRUCell, Conv2d and Embedding all have meta kernels in this PyTorch, so the
 recurrent and captioning models are covered by every check.
@@ -19,6 +23,8 @@ import contextlib
 
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
 
 import solutions as S
 
@@ -292,6 +298,19 @@ def _tensors(out):
     return []
 
 
+class SameDevice(TorchFunctionMode):
+    """Raise when one torch call gets tensors on several devices. 0-dim tensors are left out:
+    PyTorch lets a CPU scalar tensor meet a tensor on any device."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        flat, _ = tree_flatten((args, kwargs))
+        devices = {t.device for t in flat if isinstance(t, torch.Tensor) and t.dim() > 0}
+        if len(devices) > 1:
+            raise RuntimeError(f"{getattr(func, '__name__', func)} mixes devices {devices}")
+        return func(*args, **kwargs)
+
+
 @contextlib.contextmanager
 def default_device(device):
     previous = torch.get_default_device()
@@ -309,7 +328,9 @@ def test_every_public_name_is_covered():
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - set(NOT_ON_META)))
 def test_meta(name):
-    outputs = _tensors(CASES[name](Case("meta", torch.float32))())
+    run = CASES[name](Case("meta", torch.float32))
+    with SameDevice():
+        outputs = _tensors(run())
     assert outputs
     assert all(t.device.type == "meta" for t in outputs)
 
@@ -317,7 +338,7 @@ def test_meta(name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_no_tensor_created_on_the_default_device(name):
     run = CASES[name](Case("cpu", torch.float32))  # modules and inputs on CPU
-    with default_device("meta"):
+    with default_device("meta"), SameDevice():
         outputs = _tensors(run())
     assert torch.get_default_device().type == "cpu"
     assert all(t.device.type == "cpu" for t in outputs)
@@ -328,9 +349,14 @@ def test_device_mix_check_catches_a_missing_device():
     def bad(x):
         return x + torch.arange(x.size(-1))  # no device=
 
-    x = torch.randn(2, 3)
+    def bad_lookup(emb, x):
+        return x + emb(torch.arange(x.size(-2)))  # no device=; PyTorch alone would not mind
+
+    x, emb = torch.randn(2, 3), torch.nn.Embedding(4, 3)
     with default_device("meta"), pytest.raises((RuntimeError, NotImplementedError)):
         bad(x)
+    with default_device("meta"), SameDevice(), pytest.raises(RuntimeError, match="mixes"):
+        bad_lookup(emb, x)
     assert torch.get_default_device().type == "cpu"
 
 

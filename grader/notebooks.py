@@ -1,0 +1,38 @@
+"""Reading notebooks that may be broken, with errors that name the file and the problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+
+
+def read_notebook(path: Path):
+    """Read a notebook, or raise ValueError naming the file and what is wrong with it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such notebook")
+    try:
+        return nbformat.read(path, as_version=4)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not valid notebook JSON (line {e.lineno}: {e.msg}); "
+                         "was it edited outside Jupyter?") from e
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text: {e}") from e
+    except Exception as e:  # nbformat validation and version errors
+        raise ValueError(f"{path} is not a readable notebook: {e}") from e
+
+
+def unreadable_notebooks(folder: Path, expected: list[str]) -> str | None:
+    """Why the notebooks in a student's folder cannot be graded, or None if they can."""
+    found = sorted(folder.glob("*.ipynb"))
+    if not found:
+        return (f"no notebook in {folder} (expected "
+                f"{', '.join(name + '.ipynb' for name in expected)})")
+    for path in found:
+        try:
+            read_notebook(path)
+        except ValueError as e:
+            return str(e)
+    return None

@@ -1,0 +1,68 @@
+"""End to end on a tiny assignment: grading, stderr, feedback, export and bad submissions."""
+
+import csv
+import shutil
+
+import nbformat
+
+from grader.autograde import autograde
+from grader.export import export
+from grader.feedback import feedback
+from grader.nbgrader_api import reason
+
+
+def submit(course, submissions, student, notebook=None, raw: bytes | None = None):
+    folder = submissions / student / "tiny"
+    folder.mkdir(parents=True)
+    if raw is not None:
+        (folder / "tiny.ipynb").write_bytes(raw)
+    else:
+        nbformat.write(notebook, folder / "tiny.ipynb")
+
+
+def answered(course, body: str):
+    nb = nbformat.read(course.release / "tiny" / "tiny.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            cell.source = f"def double(x):\n    {body}"
+    return nb
+
+
+def test_batch_grades_everyone_and_reports_bad_submissions(tiny_course, tmp_path):
+    subs = tmp_path / "submissions"
+    submit(tiny_course, subs, "good", answered(tiny_course, "return 2 * x"))
+    submit(tiny_course, subs, "wrong", answered(tiny_course, "return x + 2"))  # double(2) == 4
+    shutil.copytree(tiny_course.release / "tiny", subs / "blank" / "tiny")
+    submit(tiny_course, subs, "broken", raw=b'{"cells": [ this is not json')
+    (subs / "lost" / "other_assignment").mkdir(parents=True)
+
+    results = {r.student: r for r in autograde(tiny_course, "tiny", subs, progress=lambda m: 0)}
+
+    assert set(results) == {"good", "wrong", "blank", "broken", "lost"}
+    # the visible test warns on stderr: a correct answer still gets its points
+    assert (results["good"].score, results["good"].max_score) == (5, 5)
+    assert results["good"].error is None
+    assert results["wrong"].score == 2  # passes the visible test, fails the hidden one
+    assert results["blank"].score == 0 and results["blank"].error is None
+    assert results["broken"].error and results["broken"].score == 0
+    assert "lost" in results and "no folder tiny/" in results["lost"].error
+    # the originals are untouched
+    assert (subs / "broken" / "tiny" / "tiny.ipynb").read_bytes().startswith(b'{"cells": [ this')
+
+    grades = {row["student_id"]: row for row in csv.DictReader(
+        open(export(tiny_course, tmp_path / "grades.csv")))}
+    assert float(grades["good"]["score"]) == 5 and float(grades["wrong"]["score"]) == 2
+    assert float(grades["broken"]["score"]) == 0, "a failed student must still be in the export"
+
+    pages = feedback(tiny_course, "tiny", to=tmp_path / "feedback")
+    html = (tmp_path / "feedback" / "wrong.html").read_text()
+    assert pages["wrong"] == [tmp_path / "feedback" / "wrong.html"]
+    assert "BEGIN HIDDEN TESTS" not in html and "double(-3)" not in html
+    assert "AssertionError" in html
+
+
+def test_reason_prefers_the_exception_line():
+    result = {"success": False, "log": "[INFO] start\n[ERROR] Something went wrong\n"
+              "    ValueError: notebook is broken\n[ERROR] Please see the above traceback"}
+    assert reason(result) == "ValueError: notebook is broken"
+    assert reason({"success": False, "log": "[ERROR] plain failure"}) == "plain failure"
