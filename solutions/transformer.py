@@ -237,7 +237,7 @@ class DecoderOnlyLM(nn.Module):
     def forward(self, idx):
         x = self.drop(self.pos(self.tok_emb(idx)))  # (B, T, D)
         for block in self.blocks:
-            x = block(x, mask=torch.ones(x.size(1), x.size(1), dtype=torch.bool), is_causal=True)  # each position sees only itself and the past
+            x = block(x, is_causal=True)  # each position sees only itself and the past
         return self.lm_head(self.ln_f(x))  # (B, T, vocab)
 
     @torch.no_grad()
