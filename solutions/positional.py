@@ -44,7 +44,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x):  # x: (B, T, D)
         _check_length(x.size(-2), self.max_len)
-        return x + self.pe[: x.size(-2)]  # (T, D) broadcasts over the batch
+        return x + self.pe[: x.size(-2)].to(x.dtype)  # (T, D) broadcasts over the batch
 
 
 class LearnedPositionalEncoding(nn.Module):

@@ -51,8 +51,8 @@ class AttentionDecoder(nn.Module):
 
     With use_attention=True the context is an additive-attention average of the encoder
     outputs, queried by the previous decoder state. With use_attention=False it is always the
-    encoder's final state: the fixed-size bottleneck baseline, with the same parameters count
-    apart from the scorer. Its `att` is then one-hot on the last source token.
+    encoder's final state: the fixed-size bottleneck baseline, otherwise the same network (the
+    scorer is left unused). Its `att` is then one-hot on the last real source token.
     """
 
     def __init__(self, vocab: int, d_emb: int, d_hidden: int, d_att: int,

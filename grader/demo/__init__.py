@@ -19,6 +19,10 @@ from grader.release import release
 ASSIGNMENT = "self_attention"
 
 
+def _show(path: Path) -> Path:
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
+
+
 def meets_expectation(student: Student, r: Result) -> bool:
     if r.error:
         return False
@@ -34,13 +38,13 @@ def run_demo(out: Path = REPO / "build" / "demo", say=print) -> list[tuple[Stude
 
     say(f"1. Releasing {ASSIGNMENT} (solutions and hidden tests removed)")
     released = release(course, ASSIGNMENT)
-    say(f"   student version: {released.relative_to(REPO)}")
+    say(f"   student version: {_show(released)}")
 
     say("2. Writing the sample class's submissions")
     notebook = f"{ASSIGNMENT}.ipynb"
     submissions = write_class(course.source / ASSIGNMENT / notebook, released / notebook,
                               SELF_ATTENTION_CLASS, out / "submissions", ASSIGNMENT)
-    say(f"   {len(SELF_ATTENTION_CLASS)} students in {submissions.relative_to(REPO)}")
+    say(f"   {len(SELF_ATTENTION_CLASS)} students in {_show(submissions)}")
 
     say("3. Autograding (a fresh kernel per student)")
     results = {r.student: r for r in autograde(course, ASSIGNMENT, submissions, progress=say)}
@@ -51,8 +55,8 @@ def run_demo(out: Path = REPO / "build" / "demo", say=print) -> list[tuple[Stude
     for student, why in failed.items():
         say(f"   feedback for {student} failed: {why}")
     csv = export(course, out / "grades.csv")
-    say(f"   feedback pages: {(out / 'feedback').relative_to(REPO)}/STUDENT.html")
-    say(f"   grades: {csv.relative_to(REPO)}")
+    say(f"   feedback pages: {_show(out / 'feedback')}/STUDENT.html")
+    say(f"   grades: {_show(csv)}")
 
     rows = [(s, results[s.id]) for s in SELF_ATTENTION_CLASS]
     say("")

@@ -1,0 +1,171 @@
+"""The checks' failure messages say what is wrong, and the built-ins really are switched off."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import solutions
+from grader.checks import (
+    CheckFailure,
+    compare_gradients,
+    compare_outputs,
+    expect_close,
+    expect_no_lookahead,
+    expect_permutation_equivariant,
+    expect_rows_sum_to_one,
+    expect_shape,
+    expect_zero_where_masked,
+    forbidden_builtins,
+)
+from solutions import mistakes
+
+
+def qkv(L=4, S=5, d=8):
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(2, L, d, generator=g, dtype=torch.float64),
+            torch.randn(2, S, d, generator=g, dtype=torch.float64),
+            torch.randn(2, S, 3, generator=g, dtype=torch.float64))
+
+
+def test_expect_close_reports_largest_error_and_where():
+    expected = torch.zeros(2, 3, dtype=torch.float64)
+    actual = expected.clone()
+    actual[1, 2] = 0.5
+    with pytest.raises(CheckFailure, match=r"1 of 6 entries.*0\.5 at index \[1, 2\]"):
+        expect_close(actual, expected, "x")
+    expect_close(expected + 1e-12, expected, "x")  # within tolerance
+
+
+@pytest.mark.parametrize("actual, message", [
+    (torch.zeros(3, 2, dtype=torch.float64), r"shape \(3, 2\), expected \(2, 3\)"),
+    (torch.zeros(2, 3, dtype=torch.float32), "dtype torch.float32"),
+    (torch.full((2, 3), float("nan"), dtype=torch.float64), "NaN"),
+    ([[0.0] * 3] * 2, "should be a torch.Tensor"),
+])
+def test_expect_close_explains_shape_dtype_nan_and_type(actual, message):
+    with pytest.raises(CheckFailure, match=message):
+        expect_close(actual, torch.zeros(2, 3, dtype=torch.float64), "x")
+
+
+def test_expect_shape():
+    with pytest.raises(CheckFailure, match=r"has shape \(4,\), expected \(2, 2\)"):
+        expect_shape(torch.zeros(4), (2, 2), "weights")
+
+
+def scores(q, k):
+    return q @ k.mT / math.sqrt(q.size(-1))
+
+
+@pytest.mark.parametrize("cause, masked, bug", [
+    ("wrong axis", False, lambda q, k, v, m: torch.softmax(scores(q, k), -2) @ v),
+    ("not divided by sqrt", False, lambda q, k, v, m: torch.softmax(q @ k.mT, -1) @ v),
+    ("after the softmax", True,
+     lambda q, k, v, m: torch.softmax(scores(q, k), -1).masked_fill(~m, 0) @ v),
+    ("filled with 0 instead of -inf", True,
+     lambda q, k, v, m: torch.softmax(scores(q, k).masked_fill(~m, 0), -1) @ v),
+    ("mask was inverted", True,
+     lambda q, k, v, m: torch.softmax(scores(q, k).masked_fill(m, -math.inf), -1) @ v),
+])
+def test_hidden_comparison_names_the_likely_cause(cause, masked, bug):
+    q, k, v = qkv()
+    mask = torch.rand(2, 4, 5, generator=torch.Generator().manual_seed(1)) < 0.5
+    mask[..., 0], mask[..., 1] = True, False  # every row keeps one key and drops one
+    inputs = (q, k, v, mask) if masked else (q, k, v)
+
+    def student(*args):
+        return bug(*args, None) if not masked else bug(*args), None
+
+    with pytest.raises(CheckFailure, match=f"Likely cause: .*{cause}"):
+        compare_outputs(student, solutions.scaled_dot_product_attention, inputs, "sdpa",
+                        names=("output", "weights"),
+                        likely_causes=lambda *a: {c: (out, None) for c, (out, _) in
+                                                  mistakes.scaled_dot_product_attention(*a).items()})
+
+
+def test_rows_sum_to_one_spots_the_wrong_axis():
+    scores = torch.randn(3, 4, 4)
+    expect_rows_sum_to_one(torch.softmax(scores, -1))
+    with pytest.raises(CheckFailure, match="wrong axis"):
+        expect_rows_sum_to_one(torch.softmax(scores, -2))
+
+
+def test_zero_where_masked_and_no_lookahead():
+    x = torch.randn(2, 5, 4)
+    causal = solutions.causal_mask(5)
+    _, att = solutions.scaled_dot_product_attention(x, x, x, mask=causal)
+    expect_zero_where_masked(att, causal)
+    with pytest.raises(CheckFailure, match="exactly zero"):
+        expect_zero_where_masked(torch.softmax(torch.randn(2, 5, 5), -1), causal)
+
+    expect_no_lookahead(lambda x: solutions.scaled_dot_product_attention(
+        x, x, x, mask=causal)[0], x)
+    off_by_one = torch.ones(5, 5, dtype=torch.bool).tril(1)
+    with pytest.raises(CheckFailure, match="look ahead"):
+        expect_no_lookahead(lambda x: solutions.scaled_dot_product_attention(
+            x, x, x, mask=off_by_one)[0], x)
+
+
+def test_permutation_equivariance():
+    mha = solutions.MultiHeadAttention(8, 2)
+    x = torch.randn(2, 6, 8)
+    with torch.no_grad():
+        expect_permutation_equivariant(lambda x: mha(x)[0], x)
+        with pytest.raises(CheckFailure, match="not permutation equivariant"):
+            expect_permutation_equivariant(lambda x: mha(x)[0] + x.cumsum(1), x)
+
+
+def test_forbidden_builtins_block_and_restore():
+    q, k, v = qkv()
+    namespace = {"sdpa": F.scaled_dot_product_attention}
+    original = F.scaled_dot_product_attention
+    with forbidden_builtins(namespace):
+        with pytest.raises(CheckFailure, match="switched off"):
+            F.scaled_dot_product_attention(q, k, v)
+        with pytest.raises(CheckFailure, match="switched off"):
+            namespace["sdpa"](q, k, v)  # bound by `from ... import` before grading
+        with pytest.raises(CheckFailure, match="switched off"):
+            torch.nn.MultiheadAttention(8, 2)(q.float(), q.float(), q.float())
+    assert F.scaled_dot_product_attention is original
+    assert namespace["sdpa"] is original
+    F.scaled_dot_product_attention(q, k, v)  # works again
+
+
+def test_student_using_builtin_gets_no_points():
+    q, k, v = qkv()
+
+    def lazy(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+    with pytest.raises(CheckFailure, match="switched off"):
+        compare_outputs(lazy, lambda *a: solutions.scaled_dot_product_attention(*a)[0],
+                        (q, k, v), "sdpa")
+
+
+def test_gradients_compared_and_detached_results_caught():
+    q, k, v = qkv()
+    reference = solutions.scaled_dot_product_attention
+    compare_gradients(reference, reference, (q, k, v), "sdpa", ("q", "k", "v"))
+
+    def detached(q, k, v):
+        out, att = reference(q, k, v)
+        return out.detach(), att.detach()
+
+    with pytest.raises(CheckFailure, match="no gradient reached q|backpropagating"):
+        compare_gradients(detached, reference, (q, k, v), "sdpa", ("q", "k", "v"))
+
+    def wrong_grad(q, k, v):  # right values, wrong gradient w.r.t. k
+        out, att = reference(q, k.detach(), v)
+        return out, att
+
+    with pytest.raises(CheckFailure, match="no gradient reached k"):
+        compare_gradients(wrong_grad, reference, (q, k, v), "sdpa", ("q", "k", "v"))
+
+
+def test_not_implemented_is_reported_plainly():
+    def stub(*args):
+        raise NotImplementedError()
+
+    with pytest.raises(CheckFailure, match="not implemented yet"):
+        compare_outputs(stub, solutions.causal_mask, (3,), "causal_mask")
