@@ -1,19 +1,7 @@
 """Fixtures for the tests of the reference package `solutions`."""
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-
-# pytest's default (prepend) imports put tests/ on sys.path, where this folder, tests/solutions,
-# would be found as a namespace package named `solutions` before the editable install's finder
-# is asked. Put the repository first so `import solutions` is the real package.
-REPO = Path(__file__).resolve().parents[2]
-if sys.path[:1] != [str(REPO)]:
-    sys.path.insert(0, str(REPO))
-if "solutions" in sys.modules and getattr(sys.modules["solutions"], "__file__", None) is None:
-    del sys.modules["solutions"]  # the namespace package, imported by mistake before we ran
 
 CUDA = torch.cuda.is_available()
 DEVICES = ["cpu"] + (["cuda"] if CUDA else [])
