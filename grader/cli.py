@@ -107,14 +107,18 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("demo", help="release, grade a sample class, export (make demo)")
     s.set_defaults(run=cmd_demo)
 
-    s = sub.add_parser("lab", help="JupyterLab with nbgrader's extension on the course")
-    s.add_argument("jupyter_args", nargs=argparse.REMAINDER)
+    s = sub.add_parser("lab", help="JupyterLab with nbgrader's extension on the course "
+                       "(other options go to `jupyter lab`)")
     s.set_defaults(run=cmd_lab)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args, extra = p.parse_known_args(argv)
+    if extra and args.command != "lab":
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.jupyter_args = extra
     try:
         return args.run(args)
     except (FileNotFoundError, ValueError, RuntimeError) as e:

@@ -29,13 +29,18 @@ def write_config(course: Course = DEFAULT_COURSE):
 
 
 def lab(course: Course = DEFAULT_COURSE, extra_args: list[str] | None = None) -> int:
+    if not course.root.resolve().is_relative_to(REPO):
+        raise ValueError(f"the course directory {course.root} must be inside {REPO}: nbgrader's "
+                         "formgrader only works on a course below the server's root")
     folder = write_config(course)
     env = dict(os.environ)
     # JUPYTER_CONFIG_PATH adds our folder in front of the usual ones (user settings still apply).
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(
         p for p in (str(folder), env.get("JUPYTER_CONFIG_PATH")) if p)
     env.setdefault("JUPYTER_PLATFORM_DIRS", "1")
-    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={REPO}",
-           *(extra_args or [])]
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={REPO}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI often run as root
+        cmd.append("--ServerApp.allow_root=True")
+    cmd += extra_args or []
     print(f"JupyterLab on {REPO} (nbgrader course: {course.root}); Ctrl-C to stop.")
     return subprocess.call(cmd, env=env)
