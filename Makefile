@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
-.PHONY: demo test lint lab student-wheel student-env lock clean
+.PHONY: demo test lint lab lectures student-wheel student-env lock clean
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ lint: $(STAMP)
 ## JupyterLab on the course, with nbgrader's extension and a course directory under build/.
 lab: $(STAMP)
 	$(BIN)/python -m grader lab
+
+## Executed copies of the lectures, and HTML, under build/lectures/ (for self-learners).
+lectures: $(STAMP)
+	cd lectures && ../$(BIN)/python -m toolkit.execute
 
 ## The student edition: the grader (for `python -m grader check`) without the reference solutions.
 student-wheel: $(STAMP)

@@ -1,0 +1,86 @@
+"""Execute lecture notebooks headless, checking every figure, and export them.
+
+`make lectures` runs `python -m toolkit.execute` (from lectures/) to write executed copies and
+HTML under build/lectures/; the test suite uses `execute` to run each lecture in CI.
+
+While a notebook runs, every figure that is drawn is checked: it must have a title (its own or
+the figure's) and each visible plot must label both axes. The checks are injected as extra cells
+in memory; the stored notebook is not changed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell
+
+LECTURES = Path(__file__).resolve().parent.parent
+CELL_TIMEOUT = 180  # seconds; a whole lecture must also stay within 3 minutes
+
+FIGURE_CHECK = '''
+from matplotlib.backend_bases import FigureCanvasBase as _Canvas
+
+_figure_problems = []
+_print_figure = _Canvas.print_figure
+
+
+def _check_figure(self, *args, **kwargs):
+    fig = self.figure
+    shown = [ax for ax in fig.axes if ax.axison and ax.get_label() != "<colorbar>"
+             and ax.name != "3d"]
+    suptitle = fig._suptitle.get_text() if fig._suptitle else ""
+    where = f"figure in cell {get_ipython().execution_count}"
+    if shown and not suptitle and not any(ax.get_title() for ax in fig.axes):
+        _figure_problems.append(f"{where}: no title")
+    for ax in shown:
+        if not ax.get_xlabel() or not ax.get_ylabel():
+            _figure_problems.append(f"{where}: axes '{ax.get_title()}' lacks an axis label")
+    return _print_figure(self, *args, **kwargs)
+
+
+_Canvas.print_figure = _check_figure
+'''
+
+FIGURE_VERDICT = '''
+assert not _figure_problems, "figures without a title or axis labels:\\n" + "\\n".join(
+    _figure_problems)
+'''
+
+
+def execute(path: Path, timeout: int = CELL_TIMEOUT):
+    """Run the notebook at `path` in a fresh kernel; return (executed notebook, seconds).
+
+    Raises nbclient's CellExecutionError on the first failing cell (an assertion in a training
+    demo, or a figure check).
+    """
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = [new_code_cell(FIGURE_CHECK), *nb.cells, new_code_cell(FIGURE_VERDICT)]
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    nb.cells = nb.cells[1:-1]  # the checks are not part of the lecture
+    return nb, seconds
+
+
+def main(out: Path = LECTURES.parent / "build" / "lectures") -> int:
+    from nbconvert import HTMLExporter
+
+    out.mkdir(parents=True, exist_ok=True)
+    for path in sorted(LECTURES.glob("*.ipynb")):
+        nb, seconds = execute(path)
+        nbformat.write(nb, out / path.name)
+        html, _ = HTMLExporter().from_notebook_node(nb)
+        (out / path.with_suffix(".html").name).write_text(html)
+        print(f"{path.name}: executed in {seconds:.0f} s -> {out / path.stem}.html")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

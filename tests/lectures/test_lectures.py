@@ -1,0 +1,43 @@
+"""Every lecture executes headless, within its budget, with titled and labelled figures.
+
+Training demos assert their own results inside the notebooks, so a regression fails here.
+"""
+
+
+import nbformat
+import pytest
+
+from grader.course import REPO
+from lectures.toolkit.execute import execute
+
+LECTURES = sorted((REPO / "lectures").glob("*.ipynb"))
+BUDGET = 180  # seconds per lecture on 2 CPU cores
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=[p.stem for p in LECTURES])
+def test_lecture_executes_within_budget(path):
+    nb, seconds = execute(path, timeout=BUDGET)
+    assert seconds < BUDGET, f"{path.name} took {seconds:.0f} s (budget {BUDGET} s)"
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "error"]
+    assert not errors
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=[p.stem for p in LECTURES])
+def test_lecture_is_stored_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    assert all(not c.get("outputs") and not c.get("execution_count")
+               for c in nb.cells if c.cell_type == "code"), f"clear the outputs of {path.name}"
+
+
+def test_figure_check_catches_an_unlabelled_plot(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    path = tmp_path / "bad.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(Exception, match="no title"):
+        execute(path, timeout=60)
