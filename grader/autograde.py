@@ -24,9 +24,12 @@ STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
 @dataclass
 class Result:
     student: str
-    score: float
+    score: float  # everything graded so far (autograded + manual)
     max_score: float
+    auto_score: float  # the autograded tests alone
+    auto_max: float
     error: str | None = None  # why the submission could not be graded
+    needs_manual: bool = False  # written answers wait for the instructor
 
     @property
     def status(self) -> str:
@@ -58,14 +61,17 @@ def find_submissions(submissions: Path, assignment: str) -> dict[str, Path | str
     return found
 
 
-def _score(course: Course, assignment: str, student: str) -> tuple[float, float]:
+def _scores(course: Course, assignment: str, student: str) -> dict:
     with Gradebook(course.db_url, COURSE_ID) as gb:
         try:
             sub = gb.find_submission(assignment, student)
-            return sub.score, sub.max_score
+            return dict(score=sub.score, max_score=sub.max_score, auto_score=sub.code_score,
+                        auto_max=sub.max_code_score, needs_manual=sub.needs_manual_grade)
         except MissingEntry:
             gb.update_or_create_student(student)  # so the export lists them, with zero
-            return 0.0, gb.find_assignment(assignment).max_score
+            a = gb.find_assignment(assignment)
+            return dict(score=0.0, max_score=a.max_score, auto_score=0.0,
+                        auto_max=a.max_code_score)
 
 
 def _is_released(course: Course, assignment: str) -> bool:
@@ -101,11 +107,13 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
                 result = api.autograde(assignment, student, force=True, create=True)
                 if not result.get("success"):
                     error = reason(result)
-        score, max_score = _score(course, assignment, student)
-        results.append(Result(student, score, max_score, error))
+        results.append(Result(student, error=error, **_scores(course, assignment, student)))
         progress(f"  {student:<12} {_line(results[-1])}")
     return results
 
 
 def _line(r: Result) -> str:
-    return f"{r.score:g} / {r.max_score:g}" + (f"  ERROR: {r.error}" if r.error else "")
+    line = f"{r.auto_score:g} / {r.auto_max:g} autograded"
+    if r.max_score > r.auto_max:
+        line += f", {r.max_score - r.auto_max:g} more points for written answers"
+    return line + (f"  ERROR: {r.error}" if r.error else "")

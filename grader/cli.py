@@ -62,7 +62,7 @@ def cmd_demo(args) -> int:
     from grader.demo import meets_expectation, run_demo
 
     rows = run_demo()
-    if all(meets_expectation(s, r) for s, r in rows):
+    if all(meets_expectation(s, r) for table in rows.values() for s, r in table):
         print("\nEvery sample student got the score their story predicts.")
         return 0
     print("\nSome sample students did not get the expected score (marked NO above).")

@@ -87,3 +87,47 @@ def multi_head_attention(module, query, key, value, mask=None):
             attention(split, merge, D),
         "the output projection (out_proj) was not applied": attention(split, merge, d_head, False),
     }
+
+
+def softmax(x, dim=-1):
+    e = torch.exp(x)
+    other = 0 if (dim % x.dim()) != 0 else (1 if x.dim() > 1 else None)
+    causes = {
+        "the maximum was not subtracted before exp, so exp overflows to inf (inf / inf = NaN)":
+            e / e.sum(dim=dim, keepdim=True),
+        "the dim argument is ignored (always the last axis)": torch.softmax(x, dim=-1),
+        "normalised by the sum of the whole tensor instead of along dim":
+            torch.exp(x - x.max()) / torch.exp(x - x.max()).sum(),
+    }
+    if other is not None:
+        causes["normalised along the wrong axis"] = torch.softmax(x, dim=other)
+    return causes
+
+
+def soft_select(query, keys, values, temperature=1.0):
+    scores = query @ keys.transpose(-2, -1)
+    return {
+        "the scores were multiplied by the temperature instead of divided by it":
+            _finish(torch.softmax(scores * temperature, dim=-1), values),
+        "the temperature was ignored": _finish(torch.softmax(scores, dim=-1), values),
+        "the softmax was taken over the queries (dim=-2) instead of the keys (dim=-1)":
+            _finish(torch.softmax(scores / temperature, dim=-2), values),
+    }
+
+
+def nadaraya_watson(x_query, x_keys, y_values, bandwidth=1.0):
+    diff = x_query.unsqueeze(-1) - x_keys.unsqueeze(-2)
+
+    def pool(scores):
+        w = torch.softmax(scores, dim=-1)
+        return w @ y_values, w
+
+    return {
+        "the minus sign is missing, so far points get the most weight":
+            pool(diff**2 / (2 * bandwidth**2)),
+        "the squared distance was divided by h^2 instead of 2 h^2":
+            pool(-(diff**2) / bandwidth**2),
+        "the distance was not squared (|x - x_i| instead of (x - x_i)^2)":
+            pool(-diff.abs() / (2 * bandwidth**2)),
+        "the bandwidth was not squared (2 h instead of 2 h^2)": pool(-(diff**2) / (2 * bandwidth)),
+    }

@@ -5,7 +5,7 @@ what came back, where the largest error is, and the likely cause when it is reco
 helpers contain no solutions, so the student edition ships them too.
 """
 
-from .compare import CheckFailure, expect_close, expect_shape, expect_tensor
+from .compare import CheckFailure, as_matrix, expect_close, expect_shape, expect_tensor
 from .forbidden import forbidden_builtins
 from .properties import (
     expect_no_lookahead,
@@ -17,6 +17,7 @@ from .reference import compare_gradients, compare_outputs
 
 __all__ = [
     "CheckFailure",
+    "as_matrix",
     "compare_gradients",
     "compare_outputs",
     "expect_close",

@@ -28,6 +28,17 @@ def expect_tensor(actual, what: str) -> torch.Tensor:
     return actual
 
 
+def as_matrix(value, shape, what: str) -> torch.Tensor:
+    """A typed-in answer (nested lists, numpy or torch) as a float64 tensor of `shape`."""
+    try:
+        matrix = torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise CheckFailure(f"{what} should be a list of {shape[0]} rows with {shape[1]} numbers "
+                           f"each; could not read it as a matrix ({e})") from None
+    expect_shape(matrix, shape, what)
+    return matrix
+
+
 def expect_shape(actual, shape, what: str) -> None:
     expect_tensor(actual, what)
     if tuple(actual.shape) != tuple(shape):

@@ -1,4 +1,4 @@
-"""Switch off PyTorch's ready-made attention while a student's code is being checked."""
+"""Switch off PyTorch's ready-made pieces while a student's code is being checked."""
 
 from __future__ import annotations
 
@@ -11,13 +11,27 @@ import torch.nn.functional as F
 from .compare import CheckFailure
 
 # (owner, attribute, how the student would have written it)
-FORBIDDEN = [
+ATTENTION = [
     (F, "scaled_dot_product_attention", "F.scaled_dot_product_attention"),
     (F, "multi_head_attention_forward", "F.multi_head_attention_forward"),
     (torch.nn.MultiheadAttention, "forward", "nn.MultiheadAttention"),
     (torch.nn.TransformerEncoderLayer, "forward", "nn.TransformerEncoderLayer"),
     (torch.nn.TransformerDecoderLayer, "forward", "nn.TransformerDecoderLayer"),
 ]
+# For exercises that ask for a softmax or a layer norm written by hand.
+SOFTMAX = [
+    (torch, "softmax", "torch.softmax"),
+    (F, "softmax", "F.softmax"),
+    (torch.Tensor, "softmax", "Tensor.softmax"),
+    (torch.special, "softmax", "torch.special.softmax"),
+    (torch.nn.Softmax, "forward", "nn.Softmax"),
+]
+LAYER_NORM = [
+    (F, "layer_norm", "F.layer_norm"),
+    (torch, "layer_norm", "torch.layer_norm"),
+    (torch.nn.LayerNorm, "forward", "nn.LayerNorm"),
+]
+_MISSING = object()
 
 
 def _blocked(name: str):
@@ -29,19 +43,21 @@ def _blocked(name: str):
 
 
 @contextlib.contextmanager
-def forbidden_builtins(namespace: dict | None = None):
-    """Within the block, PyTorch's attention built-ins raise a CheckFailure.
+def forbidden_builtins(namespace: dict | None = None, extra=()):
+    """Within the block, PyTorch's attention built-ins (and those in `extra`) raise a
+    CheckFailure.
 
     Also replaces any name in `namespace` (default: the notebook's globals) bound directly to
     one of them, such as after `from torch.nn.functional import scaled_dot_product_attention`.
     """
     if namespace is None:
         namespace = vars(sys.modules["__main__"])
-    saved = []
+    saved = []  # (owner, attribute, value before; _MISSING if the owner only inherited it)
     try:
-        for owner, attr, name in FORBIDDEN:
+        for owner, attr, name in [*ATTENTION, *extra]:
             original = getattr(owner, attr)
-            saved.append((owner, attr, original))
+            own = vars(owner).get(attr, _MISSING) if isinstance(owner, type) else original
+            saved.append((owner, attr, own))
             setattr(owner, attr, _blocked(name))
             for var, value in list(namespace.items()):
                 if value is original:
@@ -52,5 +68,7 @@ def forbidden_builtins(namespace: dict | None = None):
         for owner, attr, original in reversed(saved):
             if isinstance(owner, dict):
                 owner[attr] = original
+            elif original is _MISSING:
+                delattr(owner, attr)
             else:
                 setattr(owner, attr, original)

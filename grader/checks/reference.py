@@ -20,10 +20,13 @@ def _describe(inputs, case: str) -> str:
     return f"{case}; input shapes {shapes}" if case else f"input shapes {shapes}"
 
 
-def run_student(fn, inputs, what: str, case: str = ""):
-    """Call the student's code with the built-ins switched off; explain any exception."""
+def run_student(fn, inputs, what: str, case: str = "", forbidden=()):
+    """Call the student's code with the built-ins switched off; explain any exception.
+
+    forbidden: extra built-ins to switch off (e.g. `forbidden.SOFTMAX`).
+    """
     try:
-        with forbidden_builtins():
+        with forbidden_builtins(extra=forbidden):
             return _as_tuple(fn(*inputs))
     except CheckFailure:
         raise
@@ -35,13 +38,13 @@ def run_student(fn, inputs, what: str, case: str = ""):
 
 
 def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output",),
-                    case: str = "", likely_causes=None) -> None:
+                    case: str = "", likely_causes=None, forbidden=()) -> None:
     """Each output of student_fn(*inputs) must match reference_fn(*inputs).
 
     likely_causes: optional function of the inputs returning {cause: outputs of that mistake}.
     """
     expected = _as_tuple(reference_fn(*inputs))
-    got = run_student(student_fn, inputs, what, case)
+    got = run_student(student_fn, inputs, what, case, forbidden)
     if len(got) != len(expected):
         raise CheckFailure(f"{what} returned {len(got)} value(s), expected {len(expected)}: "
                            f"{', '.join(names)}")
@@ -52,7 +55,8 @@ def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output"
 
 
 def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
-                      student_params=None, reference_params=None, case: str = "") -> None:
+                      student_params=None, reference_params=None, case: str = "",
+                      forbidden=()) -> None:
     """Gradients of a random linear function of the outputs must match the reference's,
     with respect to every floating-point input (and named parameters, if given)."""
     def leaves():
@@ -65,7 +69,7 @@ def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
     upstream = [torch.randn(e.shape, generator=g, dtype=e.dtype).to(e.device) for e in expected]
     sum(((e * u).sum() for e, u in zip(expected, upstream, strict=True))).backward()
 
-    got = run_student(student_fn, stu_inputs, what, case)
+    got = run_student(student_fn, stu_inputs, what, case, forbidden)
     try:
         sum(((o * u).sum() for o, u in zip(got, upstream, strict=True))).backward()
     except Exception as e:

@@ -1,4 +1,4 @@
-"""A sample class for the self-attention assignment, made from the source and the release.
+"""Sample classes for the assignments, made from the source notebooks and their releases.
 
 Each student is the released notebook with answers filled in: the source's solutions, changed
 by small edits that reproduce a mistake real students make. Building them from the current
@@ -31,6 +31,8 @@ class Student:
     edits: list[Edit] = field(default_factory=list)
 
 
+MARK_SCHEME = "**Mark scheme**"  # in a written answer, what follows is for the instructor
+
 SELF_ATTENTION_CLASS = [
     Student("alice", "perfect: the source solution", "full"),
     Student("bob", "blank: the release, untouched", "zero", blank=True),
@@ -57,7 +59,10 @@ SELF_ATTENTION_CLASS = [
 
 
 def _solution_text(source_cell) -> str:
-    """The source cell's code with nbgrader's solution markers removed."""
+    """The source cell's answer: code without nbgrader's solution markers, or a written
+    answer without its mark scheme."""
+    if source_cell.cell_type == "markdown":
+        return source_cell.source.split(MARK_SCHEME)[0].rstrip()
     keep = [line for line in source_cell.source.splitlines()
             if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")]
     return "\n".join(keep)
@@ -96,3 +101,38 @@ def write_class(source_nb: Path, released_nb: Path, students: list[Student], to:
         nbformat.write(make_submission(source_nb, released_nb, student),
                        folder / released_nb.name)
     return to
+
+SOFT_SELECT_CLASS = [
+    Student("alice", "perfect: the source solution", "full"),
+    Student("bob", "blank: the release, untouched", "zero", blank=True),
+    Student("carol", "softmax without subtracting the maximum", "partial", edits=[
+        Edit("softmax", "z = x - x.amax(dim=dim, keepdim=True)", "z = x")]),
+    Student("dave", "multiplied by the temperature", "partial", edits=[
+        Edit("soft_select", "/ temperature", "* temperature")]),
+    Student("erin", "kernel without the minus sign", "partial", edits=[
+        Edit("attention_pooling", "softmax(-diff**2", "softmax(diff**2")]),
+]
+
+BY_HAND_CLASS = [
+    Student("alice", "perfect: the source solution", "full"),
+    Student("bob", "blank: the release, untouched", "zero", blank=True),
+    Student("carol", "scores transposed (Q^T K); later steps follow from them", "partial",
+            edits=[Edit("answer_scores", "[[1, 4, 1, 2], [5, 4, 3, 1], [0, 2, 0, 1], [2, 1, 1, 0]]",
+                        "[[1, 5, 0, 2], [4, 4, 2, 1], [1, 3, 0, 1], [2, 1, 1, 0]]")]),
+    Student("dave", "normalised the rows of A; Z computed from that A", "partial", edits=[
+        Edit("answer_A", "[[1/14, 9/22, 1/6, 3/6],\n     [9/14, 9/22, 3/6, 1/6],\n"
+             "     [1/14, 3/22, 1/6, 1/6],\n     [3/14, 1/22, 1/6, 1/6]]",
+             "[[0.071, 0.643, 0.071, 0.214], [0.409, 0.409, 0.136, 0.045],\n"
+             "     [0.167, 0.5, 0.167, 0.167], [0.5, 0.167, 0.167, 0.167]]"),
+        Edit("answer_Z", "[[1.64, 1.41, 1.50, 1.17],\n     [0.71, 0.82, 0.67, 0.67],\n"
+             "     [-0.57, -0.27, -0.33, 0.00]]",
+             "[[1.556, 2.128, 0.677, 0.638], [0.48, 1.052, 0.207, 0.259],\n"
+             "     [-0.242, 0.091, 0.031, 0.122]]")]),
+]
+
+# In the order of the course.
+SAMPLE_CLASSES: dict[str, list[Student]] = {
+    "soft_select": SOFT_SELECT_CLASS,
+    "by_hand": BY_HAND_CLASS,
+    "self_attention": SELF_ATTENTION_CLASS,
+}

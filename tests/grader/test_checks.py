@@ -169,3 +169,18 @@ def test_not_implemented_is_reported_plainly():
 
     with pytest.raises(CheckFailure, match="not implemented yet"):
         compare_outputs(stub, solutions.causal_mask, (3,), "causal_mask")
+
+
+def test_forbidden_softmax_covers_the_method_and_restores_inheritance():
+    from grader.checks.forbidden import SOFTMAX
+
+    x = torch.randn(3, 4)
+    assert "softmax" not in vars(torch.Tensor)
+    with forbidden_builtins({}, extra=SOFTMAX):
+        for call in (lambda: x.softmax(-1), lambda: torch.softmax(x, -1),
+                     lambda: F.softmax(x, -1), lambda: torch.nn.Softmax(-1)(x)):
+            with pytest.raises(CheckFailure, match="switched off"):
+                call()
+        (x.exp() / x.exp().sum(-1, keepdim=True))  # writing it by hand still works
+    assert "softmax" not in vars(torch.Tensor), "the method must be inherited again"
+    torch.testing.assert_close(x.softmax(-1).sum(-1), torch.ones(3))
