@@ -215,6 +215,13 @@ def matrix_table(m, *, name: str, rows, cols, blank: bool = False, answer: bool 
     return "\n".join(out)
 
 
+def matrices_html(*tables: str) -> str:
+    """Tables from `matrix_table` side by side, styled like the worksheet: for showing small
+    matrices in a notebook with IPython.display.HTML (numbers in a grid read better than a
+    printed tensor)."""
+    return f'<div class="ws"><style>{CSS}</style><div class="row">{"".join(tables)}</div></div>'
+
+
 def _labels(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{i + 1}" for i in range(n)]
 

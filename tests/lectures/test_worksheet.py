@@ -148,3 +148,14 @@ def test_cli_writes_sheet_and_key(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["key-7.html", "sheet-7.html"]
     assert (tmp_path / "key-7.html").read_text() == render_key(make_exercise(7))
     assert (tmp_path / "sheet-7.html").read_text() == render_sheet(make_exercise(7))
+
+
+def test_matrices_html_lays_out_labelled_tables():
+    from lectures.toolkit.worksheet import matrices_html, matrix_table
+
+    table = matrix_table([[1, 2], [3, 4]], name="M", rows=["a", "b"], cols=["x", "y"])
+    page = matrices_html(table, matrix_table([[0.5]], name="N", rows=["r"], cols=["c"]))
+    tables = Tables(page).tables
+    assert cells(tables, "M") == [["1", "2"], ["3", "4"]]
+    assert cells(tables, "N") == [["0.50"]]
+    assert page.startswith('<div class="ws"><style>')
