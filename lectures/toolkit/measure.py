@@ -1,0 +1,197 @@
+"""Measure what a computation costs: wall time and memory, and how both grow with size.
+
+Used by the lectures that compare attention with RNNs and convolutions (04) and that make
+attention cheaper (06). The machines that run the course are shared and noisy, so timings are
+medians over repeats, and memory is counted from the tensors PyTorch actually allocates rather
+than from the process size (which the allocator and other libraries blur).
+
+- `median_time`: seconds per call, the median over repeats after a warm-up.
+- `single_thread`: time on one thread, so that other processes on the machine disturb less.
+- `largest_intermediate`: bytes of the biggest tensor an operation creates inside a call; for
+  attention that is the (L, S) score matrix, for tiled attention one tile.
+- `count_operations`: how many aten operations a call runs, e.g. one per time step in an RNN.
+- `peak_memory`: the most bytes alive at once inside a call, from `torch.profiler`'s allocation
+  records (`profile_memory=True`).
+- `power_law_exponent`: the slope on log-log axes, e.g. 2 for memory that grows like n^2.
+- `plot_scaling`: measured curves against size on labelled log-log axes, with guide slopes.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+from torch.profiler import ProfilerActivity, profile
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+
+def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
+    """Seconds one call of `fn()` takes: the median of `repeats` timed calls.
+
+    The warm-up calls are not timed (first calls pay for lazy initialisation and cold caches);
+    the median ignores the odd call slowed down by another process on a shared machine.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+@contextmanager
+def single_thread():
+    """Run the block with PyTorch on one CPU thread, then restore the previous setting.
+
+    On a busy machine a multi-threaded operation waits for its helper threads to be scheduled,
+    which can cost milliseconds per call, far more than the work itself for small tensors.
+    One thread is slower on paper but gives timings that are repeatable and comparable.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _storages(tensors) -> dict[int, int]:
+    """{data pointer: bytes} of the storages behind the tensors in a (nested) argument list."""
+    found = {}
+    for t in tree_flatten(tensors)[0]:
+        if isinstance(t, torch.Tensor) and t.layout == torch.strided:
+            storage = t.untyped_storage()
+            found[storage.data_ptr()] = storage.nbytes()
+    return found
+
+
+class _LargestNewTensor(TorchDispatchMode):
+    """Watches every aten operation and remembers the largest storage one of them created."""
+
+    def __init__(self):
+        super().__init__()
+        self.nbytes = 0
+        self.shape = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = _storages((args, kwargs))
+        for t in tree_flatten(out)[0]:
+            if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+                continue
+            storage = t.untyped_storage()
+            # a view or an in-place result shares an input's storage: nothing new was allocated
+            if storage.data_ptr() in inputs or storage.nbytes() <= self.nbytes:
+                continue
+            self.nbytes, self.shape = storage.nbytes(), tuple(t.shape)
+        return out
+
+
+def largest_intermediate(fn: Callable[[], object]) -> tuple[int, tuple[int, ...] | None]:
+    """(bytes, shape) of the largest tensor that any operation allocates while `fn()` runs.
+
+    Views (transpose, reshape of a contiguous tensor, slicing) and in-place updates allocate
+    nothing and are not counted. This is exact and independent of machine load, which makes it
+    the clearest way to see that plain attention builds an (L, S) matrix and tiled attention
+    does not. It says nothing about how many such tensors are alive at once: see `peak_memory`.
+    """
+    mode = _LargestNewTensor()
+    with mode:
+        fn()
+    return mode.nbytes, mode.shape
+
+
+class _CountOps(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_operations(fn: Callable[[], object]) -> int:
+    """How many aten operations (the kernels PyTorch launches) `fn()` runs.
+
+    A proxy for the number of sequential steps: an RNN's count grows with the sequence length
+    because each step waits for the previous one, while a convolution or an attention layer
+    runs a fixed handful of large operations whatever the length.
+    """
+    mode = _CountOps()
+    with mode:
+        fn()
+    return mode.count
+
+
+def peak_memory(fn: Callable[[], object]) -> int:
+    """The largest number of bytes allocated and not yet freed at any moment during `fn()`.
+
+    Reads the allocation and free records that `torch.profiler` keeps with
+    `profile_memory=True` (CPU activity only, so no GPU is needed), orders them in time and
+    takes the maximum of the running total. Memory allocated before the call is the baseline
+    (zero); what `fn` returns is still alive at the end and therefore counts.
+    """
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    records = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                     if e.name() == "[memory]")
+    alive = peak = 0
+    for _, nbytes in records:
+        alive += nbytes  # an allocation is positive, a free negative
+        peak = max(peak, alive)
+    return peak
+
+
+def power_law_exponent(sizes: Iterable[float], values: Iterable[float]) -> float:
+    """The exponent p in values ~ c * sizes**p: the least-squares slope on log-log axes.
+
+    Fit on the larger sizes only when small sizes are dominated by fixed overheads.
+    """
+    x, y = np.asarray(list(sizes), float), np.asarray(list(values), float)
+    if x.size < 2 or x.shape != y.shape or not (np.all(x > 0) and np.all(y > 0)):
+        raise ValueError("need at least two positive sizes and as many positive values")
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def format_bytes(nbytes: float) -> str:
+    """1536 -> '1.5 KiB': sizes in the binary units that memory is sold in."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(nbytes) < 1024 or unit == "GiB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")
+
+
+def plot_scaling(ax, sizes, series: Mapping[str, Iterable[float]], *, title: str, xlabel: str,
+                 ylabel: str, guides: Iterable[int] = (1, 2), marker: str = "o"):
+    """Plot each named series against `sizes` on log-log axes, with dashed guide lines.
+
+    A guide of slope p is anchored at the first point of the first series and shows how
+    something growing exactly like n^p would continue, so a curve parallel to it grows like n^p.
+    """
+    sizes = np.asarray(list(sizes), float)
+    first = None
+    for label, values in series.items():
+        values = np.asarray(list(values), float)
+        ax.plot(sizes, values, marker=marker, label=label)
+        first = values if first is None else first
+    for p in guides:
+        ax.plot(sizes, first[0] * (sizes / sizes[0]) ** p, "k--", lw=0.8, alpha=0.5,
+                label=f"~ n^{p}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    return ax
