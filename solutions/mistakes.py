@@ -131,3 +131,53 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth=1.0):
             pool(-diff.abs() / (2 * bandwidth**2)),
         "the bandwidth was not squared (2 h instead of 2 h^2)": pool(-(diff**2) / (2 * bandwidth)),
     }
+
+
+def layer_norm(module, x):
+    """Mistakes in a LayerNorm forward; `module` holds the weight, bias and eps."""
+    w, b, eps = module.weight, module.bias, module.eps
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, keepdim=True, unbiased=False)
+    causes = {
+        "the variance is the unbiased one (divides by d - 1, not d)":
+            (x - mean) / torch.sqrt(x.var(dim=-1, keepdim=True, unbiased=True) + eps) * w + b,
+        "eps was added outside the square root": (x - mean) / (torch.sqrt(var) + eps) * w + b,
+        "the weight and bias were not applied": (x - mean) / torch.sqrt(var + eps),
+    }
+    if x.dim() > 1:
+        m0 = x.mean(dim=0, keepdim=True)
+        v0 = x.var(dim=0, keepdim=True, unbiased=False)
+        causes["the statistics were taken over the wrong axis (dim=0, not the features)"] = (
+            (x - m0) / torch.sqrt(v0 + eps) * w + b)
+    return causes
+
+
+def transformer_block(block, x):
+    """Mistakes in a causal Transformer block's forward; `block` is the reference with weights."""
+    def attn(y):
+        return block.self_attn(y, y, y, is_causal=True)[0]
+
+    mlp, n1, n2 = block.mlp, block.norm1, block.norm2
+    pre = x + attn(n1(x))
+    pre = pre + mlp(n2(pre))
+    post = n1(x + attn(x))
+    post = n2(post + mlp(post))
+    no_res_attn_pre = attn(n1(x))
+    no_res_attn_pre = no_res_attn_pre + mlp(n2(no_res_attn_pre))
+    no_res_attn_post = n1(attn(x))
+    no_res_attn_post = n2(no_res_attn_post + mlp(no_res_attn_post))
+    no_res_mlp_pre = x + attn(n1(x))
+    no_res_mlp_pre = mlp(n2(no_res_mlp_pre))
+    no_res_mlp_post = n1(x + attn(x))
+    no_res_mlp_post = n2(mlp(no_res_mlp_post))
+    swapped_norms_pre = x + attn(n2(x))
+    swapped_norms_pre = swapped_norms_pre + mlp(n1(swapped_norms_pre))
+    first = block.norm_first
+    return {
+        "pre-norm and post-norm are swapped (check the norm_first branch)": post if first else pre,
+        "the residual connection around attention is missing":
+            no_res_attn_pre if first else no_res_attn_post,
+        "the residual connection around the MLP is missing":
+            no_res_mlp_pre if first else no_res_mlp_post,
+        "norm1 and norm2 are swapped": swapped_norms_pre if first else None,
+    }

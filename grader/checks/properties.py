@@ -47,6 +47,14 @@ def expect_zero_where_masked(att, mask, what: str = "attention weights") -> None
             "ignored, inverted (True means 'may attend'), or filled with 0 instead of -inf.")
 
 
+def _expect_deterministic(fn, x, first, what):
+    if not torch.equal(fn(x).detach(), first):
+        raise CheckFailure(
+            f"{what} changes between two calls on the same input, so it cannot be checked. "
+            "Is dropout active in evaluation mode (F.dropout without training=self.training), "
+            "or does the function draw random numbers?")
+
+
 def expect_no_lookahead(attend, x: torch.Tensor, what: str = "output") -> None:
     """Changing tokens at positions > t must not change the output at position t.
 
@@ -54,6 +62,7 @@ def expect_no_lookahead(attend, x: torch.Tensor, what: str = "output") -> None:
     """
     T = x.size(1)
     before = expect_tensor(attend(x), what).detach()
+    _expect_deterministic(attend, x, before, what)
     for t in range(T - 1):
         changed = x.clone()
         changed[:, t + 1:] = torch.randn_like(changed[:, t + 1:])
@@ -71,6 +80,7 @@ def expect_permutation_equivariant(fn, x: torch.Tensor, what: str = "output") ->
     g = torch.Generator().manual_seed(1)
     perm = torch.randperm(x.size(1), generator=g).to(x.device)
     y = expect_tensor(fn(x), what).detach()
+    _expect_deterministic(fn, x, y, what)
     y_perm = fn(x[:, perm]).detach()
     if not torch.allclose(y[:, perm], y_perm, atol=1e-5, rtol=1e-4):
         err = (y[:, perm] - y_perm).abs().max()

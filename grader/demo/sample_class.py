@@ -130,9 +130,23 @@ BY_HAND_CLASS = [
              "     [-0.242, 0.091, 0.031, 0.122]]")]),
 ]
 
+TRANSFORMER_CLASS = [
+    Student("alice", "perfect: the source solution", "full"),
+    Student("bob", "blank: the release, untouched", "zero", blank=True),
+    Student("carol", "LayerNorm with the unbiased variance", "partial", edits=[
+        Edit("layernorm", "var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)",
+             "var = x.var(dim=-1, keepdim=True)")]),
+    Student("dave", "pre-norm and post-norm swapped", "partial", edits=[
+        Edit("block", "if self.norm_first:", "if not self.norm_first:")]),
+    Student("erin", "dropout left on in evaluation", "partial", edits=[
+        Edit("mlp", "self.dropout(self.act(self.linear1(x)))",
+             "F.dropout(self.act(self.linear1(x)), p=0.1)")]),
+]
+
 # In the order of the course.
 SAMPLE_CLASSES: dict[str, list[Student]] = {
     "soft_select": SOFT_SELECT_CLASS,
     "by_hand": BY_HAND_CLASS,
     "self_attention": SELF_ATTENTION_CLASS,
+    "transformer": TRANSFORMER_CLASS,
 }
