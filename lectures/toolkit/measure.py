@@ -18,13 +18,16 @@ than from the process size (which the allocator and other libraries blur).
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import contextmanager
 
 import numpy as np
 import torch
+from matplotlib.ticker import NullLocator
 from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
@@ -77,10 +80,11 @@ def _storages(tensors) -> dict[int, int]:
 class _LargestNewTensor(TorchDispatchMode):
     """Watches every aten operation and remembers the largest storage one of them created."""
 
-    def __init__(self):
+    def __init__(self, where=None):
         super().__init__()
         self.nbytes = 0
         self.shape = None
+        self.where = where
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
@@ -92,19 +96,26 @@ class _LargestNewTensor(TorchDispatchMode):
             # a view or an in-place result shares an input's storage: nothing new was allocated
             if storage.data_ptr() in inputs or storage.nbytes() <= self.nbytes:
                 continue
+            if self.where is not None and not self.where(tuple(t.shape)):
+                continue
             self.nbytes, self.shape = storage.nbytes(), tuple(t.shape)
         return out
 
 
-def largest_intermediate(fn: Callable[[], object]) -> tuple[int, tuple[int, ...] | None]:
+def largest_intermediate(fn: Callable[[], object], where: Callable[[tuple], bool] | None = None
+                         ) -> tuple[int, tuple[int, ...] | None]:
     """(bytes, shape) of the largest tensor that any operation allocates while `fn()` runs.
 
     Views (transpose, reshape of a contiguous tensor, slicing) and in-place updates allocate
     nothing and are not counted. This is exact and independent of machine load, which makes it
     the clearest way to see that plain attention builds an (L, S) matrix and tiled attention
     does not. It says nothing about how many such tensors are alive at once: see `peak_memory`.
+
+    `where(shape)` restricts the search to tensors of some shapes, e.g. `lambda s: s[-1] != d`
+    leaves out the (L, d) output, which every attention must allocate, to find the largest
+    score tensor. (0, None) when nothing qualifies.
     """
-    mode = _LargestNewTensor()
+    mode = _LargestNewTensor(where)
     with mode:
         fn()
     return mode.nbytes, mode.shape
@@ -133,6 +144,25 @@ def count_operations(fn: Callable[[], object]) -> int:
     return mode.count
 
 
+@contextmanager
+def _quiet_native_stderr():
+    """Silence what C++ code writes to file descriptor 2 inside the block.
+
+    The profiler's backend (Kineto) logs a 'profiler_start' / 'profiler_stop' line for every
+    profile, which would clutter a notebook; Python exceptions are not affected.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(devnull)
+        os.close(saved)
+
+
 def peak_memory(fn: Callable[[], object]) -> int:
     """The largest number of bytes allocated and not yet freed at any moment during `fn()`.
 
@@ -141,7 +171,8 @@ def peak_memory(fn: Callable[[], object]) -> int:
     takes the maximum of the running total. Memory allocated before the call is the baseline
     (zero); what `fn` returns is still alive at the end and therefore counts.
     """
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU],
+                                         profile_memory=True) as prof:
         fn()
     records = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
                      if e.name() == "[memory]")
@@ -178,6 +209,7 @@ def plot_scaling(ax, sizes, series: Mapping[str, Iterable[float]], *, title: str
 
     A guide of slope p is anchored at the first point of the first series and shows how
     something growing exactly like n^p would continue, so a curve parallel to it grows like n^p.
+    The x ticks are the measured sizes themselves.
     """
     sizes = np.asarray(list(sizes), float)
     first = None
@@ -190,6 +222,8 @@ def plot_scaling(ax, sizes, series: Mapping[str, Iterable[float]], *, title: str
                 label=f"~ n^{p}")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.set_xticks(sizes, labels=[f"{n:g}" for n in sizes])  # the measured sizes, no clutter
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

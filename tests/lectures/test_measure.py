@@ -52,6 +52,21 @@ def test_largest_intermediate_finds_the_score_matrix():
     assert (nbytes, shape) == (100 * 300 * 4, (1, 100, 300))
 
 
+def test_largest_intermediate_where_filters_by_shape():
+    q = torch.randn(100, 8)
+
+    def tiles():
+        out = torch.empty(100, 8)  # 3200 bytes, 8 wide
+        for i in range(0, 100, 25):
+            s = q[i:i + 25] @ q[:50].T  # (25, 50) tiles: 5000 bytes
+            out[i:i + 25] = s.softmax(-1) @ q[:50]
+        return out
+
+    assert largest_intermediate(tiles) == (25 * 50 * 4, (25, 50))
+    assert largest_intermediate(tiles, where=lambda s: s[-1] == 8) == (100 * 8 * 4, (100, 8))
+    assert largest_intermediate(tiles, where=lambda s: len(s) > 2) == (0, None)
+
+
 def test_largest_intermediate_does_not_count_views_or_inputs():
     x = torch.randn(1000, 10)
 
@@ -122,4 +137,6 @@ def test_plot_scaling_draws_labelled_log_log_axes():
     assert len(lines) == 3  # two series and one guide
     guide = lines[-1].get_ydata()
     assert list(guide) == pytest.approx([1, 4, 16])  # anchored at the first point, slope 2
+    assert list(ax.get_xticks()) == [1, 2, 4]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4"]
     plt.close(fig)
