@@ -181,3 +181,42 @@ def transformer_block(block, x):
             no_res_mlp_pre if first else no_res_mlp_post,
         "norm1 and norm2 are swapped": swapped_norms_pre if first else None,
     }
+
+
+def additive_attention(score, query, keys, mask=None):
+    """Mistakes in additive attention for one query per sequence: query (B, d_q), keys
+    (B, S, d_k); `score` is the reference AdditiveScore holding the weights."""
+    pre = score.W_q(query).unsqueeze(1) + score.W_k(keys)  # (B, S, d_att)
+
+    def finish(scores, fill=float("-inf"), dim=-1):
+        if mask is not None:
+            scores = scores.masked_fill(~mask, fill)
+        weights = torch.softmax(scores, dim=dim)
+        return (weights.unsqueeze(1) @ keys).squeeze(1), weights
+
+    return {
+        "tanh is missing (the score is then linear in q and k)": finish(score.w(pre).squeeze(-1)),
+        "padded keys were filled with 0 instead of -inf":
+            finish(score.w(torch.tanh(pre)).squeeze(-1), fill=0.0),
+        "the softmax was taken over the batch (dim=0) instead of the keys":
+            finish(score.w(torch.tanh(pre)).squeeze(-1), dim=0),
+    }
+
+
+def sinusoidal_encoding(T, d_model, device=None):
+    pos = torch.arange(T, dtype=torch.float32, device=device).unsqueeze(1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32, device=device)
+    i = two_i / 2
+
+    def table(angle, first=torch.sin, second=torch.cos):
+        pe = torch.zeros(T, d_model, device=device)
+        pe[:, 0::2], pe[:, 1::2] = first(angle), second(angle[:, : d_model // 2])
+        return pe
+
+    return {
+        "sine and cosine are swapped (sines go in the even columns)":
+            table(pos / 10000 ** (two_i / d_model), torch.cos, torch.sin),
+        "the exponent uses i instead of 2i": table(pos / 10000 ** (i / d_model)),
+        "the angle is multiplied by 10000^(2i/d) instead of divided":
+            table(pos * 10000 ** (two_i / d_model)),
+    }

@@ -130,6 +130,20 @@ BY_HAND_CLASS = [
              "     [-0.242, 0.091, 0.031, 0.122]]")]),
 ]
 
+RNN_ATTENTION_CLASS = [
+    Student("alice", "perfect: the source solution", "full"),
+    Student("bob", "blank: the release, untouched", "zero", blank=True),
+    Student("carol", "additive attention without the tanh", "partial", edits=[
+        Edit("additive_attention", "torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))",
+             "self.W_q(query).unsqueeze(1) + self.W_k(keys)")]),
+    Student("dave", "flattened the feature grid with reshape", "partial", edits=[
+        Edit("grid_attention", "features.flatten(2).transpose(1, 2)",
+             "features.reshape(B, H * W, C)")]),
+    Student("erin", "padding filled with 0 instead of -inf", "partial", edits=[
+        Edit("additive_attention", 'scores.masked_fill(~mask, float("-inf"))',
+             "scores.masked_fill(~mask, 0.0)")]),
+]
+
 TRANSFORMER_CLASS = [
     Student("alice", "perfect: the source solution", "full"),
     Student("bob", "blank: the release, untouched", "zero", blank=True),
@@ -147,6 +161,7 @@ TRANSFORMER_CLASS = [
 SAMPLE_CLASSES: dict[str, list[Student]] = {
     "soft_select": SOFT_SELECT_CLASS,
     "by_hand": BY_HAND_CLASS,
+    "rnn_attention": RNN_ATTENTION_CLASS,
     "self_attention": SELF_ATTENTION_CLASS,
     "transformer": TRANSFORMER_CLASS,
 }

@@ -1,18 +1,35 @@
-"""The student version has no solutions, no hidden tests and the stated points."""
+"""Student versions have no solutions, no hidden tests, no mark schemes, and the stated points."""
 
 import re
 
 import nbformat
+import pytest
 
-from grader.course import REPO
+from grader.course import REPO, Course
+from grader.release import release
 
-SOURCE = REPO / "assignments" / "self_attention" / "self_attention.ipynb"
+ASSIGNMENTS = sorted(p.parent.name for p in (REPO / "assignments").glob("*/*.ipynb"))
+
+
+def source(assignment):
+    return nbformat.read(REPO / "assignments" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    course = Course(tmp_path_factory.mktemp("release") / "course", source=REPO / "assignments")
+    return {a: nbformat.read(release(course, a) / f"{a}.ipynb", as_version=4)
+            for a in ASSIGNMENTS}
 
 
 def solution_lines(nb) -> set[str]:
-    """Substantial code lines inside the source's solution regions."""
+    """Substantial lines inside the source's solution regions and written model answers."""
     lines = set()
     for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "markdown" and meta.get("solution"):
+            lines |= {s.strip() for s in cell.source.splitlines() if len(s.strip()) > 30}
+            continue
         inside = False
         for line in cell.source.splitlines():
             s = line.strip()
@@ -25,38 +42,47 @@ def solution_lines(nb) -> set[str]:
     return lines
 
 
-def test_release_has_no_solutions_or_hidden_tests(self_attention_release):
-    _, released_path = self_attention_release
-    source = nbformat.read(SOURCE, as_version=4)
-    released = nbformat.read(released_path, as_version=4)
-    text = "\n".join(c.source for c in released.cells)
+def test_there_are_five_assignments():
+    assert ASSIGNMENTS == ["by_hand", "rnn_attention", "self_attention", "soft_select",
+                           "transformer"]
 
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_has_no_solutions_or_hidden_tests(assignment, released):
+    text = "\n".join(c.source for c in released[assignment].cells)
     assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
+    assert "Mark scheme" not in text
     assert "import solutions" not in text and "from solutions" not in text
-    leaked = [line for line in solution_lines(source) if line in text]
-    assert solution_lines(source), "the source should have solution regions"
-    assert not leaked, f"solution code in the release: {leaked}"
-    stubs = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    expected = solution_lines(source(assignment))
+    assert expected, "the source should have solution regions"
+    leaked = [line for line in expected if line in text]
+    assert not leaked, f"solution text in the release: {leaked}"
+    stubs = [c for c in released[assignment].cells
+             if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
     assert stubs and all("raise NotImplementedError()" in c.source for c in stubs)
-    assert all(not c.get("outputs") for c in released.cells if c.cell_type == "code")
+    assert all(not c.get("outputs") for c in released[assignment].cells if c.cell_type == "code")
 
 
-def test_release_keeps_every_test_cell_and_points(self_attention_release):
-    _, released_path = self_attention_release
-    source = nbformat.read(SOURCE, as_version=4)
-    released = nbformat.read(released_path, as_version=4)
-
-    def tests(nb):
-        return {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_points_add_up_to_the_stated_totals(assignment, released):
+    def points(nb):
+        return {c.metadata["nbgrader"]["grade_id"]: (c.cell_type, c.metadata["nbgrader"]["points"])
                 for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
 
-    assert tests(released) == tests(source)
-    stated = re.search(r"worth \*\*(\d+) points\*\*", source.cells[0].source)
-    assert stated, "the introduction should state the total points"
-    assert sum(tests(source).values()) == int(stated.group(1))
+    src = source(assignment)
+    assert points(released[assignment]) == points(src)
+    intro = src.cells[0].source
+    auto = re.search(r"autograded\s+(?:tests|answers)\s+are\s+worth\s+\*\*(\d+) points\*\*", intro)
+    written = re.search(r"written\s+answers?\s+(?:is|are)\s+worth\s+\*\*(\d+) points\*\*", intro)
+    assert auto and written, "the introduction should state the autograded and written totals"
+    by_kind = {"code": 0, "markdown": 0}
+    for kind, p in points(src).values():
+        by_kind[kind] += p
+    assert by_kind["code"] == int(auto.group(1))
+    assert by_kind["markdown"] == int(written.group(1)) > 0
 
 
-def test_source_notebooks_are_stored_without_outputs():
-    for path in (REPO / "assignments").glob("*/*.ipynb"):
-        nb = nbformat.read(path, as_version=4)
-        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), path
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_source_notebooks_are_stored_without_outputs(assignment):
+    nb = source(assignment)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
