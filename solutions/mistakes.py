@@ -80,6 +80,9 @@ def multi_head_attention(module, query, key, value, mask=None):
         "the heads were split with view/reshape but without transpose(1, 2), so each 'head' "
         "mixes several tokens": attention(split_without_transpose, merge_without_transpose,
                                           d_head),
+        "the heads were split with view/reshape but without transpose(1, 2) (the merge "
+        "undoes a transpose that never happened)": attention(split_without_transpose, merge,
+                                                             d_head),
         "the heads were merged back without transpose(1, 2) before the reshape":
             attention(split, merge_without_transpose, d_head),
         "the scores were not divided by sqrt(d_head)": attention(split, merge, 1),

@@ -47,7 +47,7 @@ MISTAKES = [
     # --- self_attention: multi-head attention and positions
     m("heads_without_transpose", SA, "mha",
       "x.view(B, -1, self.n_head, self.d_head).transpose(1, 2)",
-      "x.view(B, self.n_head, -1, self.d_head)", "without transpose"),
+      "x.view(B, self.n_head, -1, self.d_head)", "split with view/reshape but without"),
     m("merge_without_transpose", SA, "mha", "y.transpose(1, 2).reshape(B, L, self.d_model)",
       "y.reshape(B, L, self.d_model)", "merged back without transpose"),
     m("no_output_projection", SA, "mha", "return self.out_proj(y), att", "return y, att",
@@ -85,7 +85,7 @@ MISTAKES = [
       "[[1/14, 9/22, 1/6, 3/6],\n     [9/14, 9/22, 3/6, 1/6],\n     [1/14, 3/22, 1/6, 1/6],\n"
       "     [3/14, 1/22, 1/6, 1/6]]",
       "[[0.071, 0.643, 0.071, 0.214], [0.409, 0.409, 0.136, 0.045],\n"
-      "     [0.167, 0.5, 0.167, 0.167], [0.5, 0.167, 0.167, 0.167]]", "each row was normalised"),
+      "     [0.167, 0.5, 0.167, 0.167], [0.5, 0.167, 0.167, 0.167]]", "rows sum to 1"),
     m("base_e_not_3", BH, "answer_A",
       "[[1/14, 9/22, 1/6, 3/6],\n     [9/14, 9/22, 3/6, 1/6],\n     [1/14, 3/22, 1/6, 1/6],\n"
       "     [3/14, 1/22, 1/6, 1/6]]",
