@@ -6,7 +6,6 @@ medians over repeats, and memory is counted from the tensors PyTorch actually al
 than from the process size (which the allocator and other libraries blur).
 
 - `median_time`: seconds per call, the median over repeats after a warm-up.
-- `single_thread`: time on one thread, so that other processes on the machine disturb less.
 - `largest_intermediate`: bytes of the biggest tensor an operation creates inside a call; for
   attention that is the (L, S) score matrix, for tiled attention one tile.
 - `count_operations`: how many aten operations a call runs, e.g. one per time step in an RNN.
@@ -37,7 +36,10 @@ def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
     """Seconds one call of `fn()` takes: the median of `repeats` timed calls.
 
     The warm-up calls are not timed (first calls pay for lazy initialisation and cold caches);
-    the median ignores the odd call slowed down by another process on a shared machine.
+    the median ignores the odd call slowed down by another process on a shared machine. On such
+    a machine, also run PyTorch on one thread (`torch.set_num_threads(1)`): a multi-threaded
+    operation can wait milliseconds for its helper threads to be scheduled, far longer than
+    the work itself for small tensors.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
@@ -49,22 +51,6 @@ def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-@contextmanager
-def single_thread():
-    """Run the block with PyTorch on one CPU thread, then restore the previous setting.
-
-    On a busy machine a multi-threaded operation waits for its helper threads to be scheduled,
-    which can cost milliseconds per call, far more than the work itself for small tensors.
-    One thread is slower on paper but gives timings that are repeatable and comparable.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _storages(tensors) -> dict[int, int]:

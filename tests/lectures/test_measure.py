@@ -14,7 +14,6 @@ from lectures.toolkit.measure import (
     peak_memory,
     plot_scaling,
     power_law_exponent,
-    single_thread,
 )
 
 
@@ -31,13 +30,6 @@ def test_median_time_ignores_one_slow_call_and_the_warmup():
 def test_median_time_rejects_no_repeats():
     with pytest.raises(ValueError):
         median_time(lambda: None, repeats=0)
-
-
-def test_single_thread_restores_the_setting():
-    before = torch.get_num_threads()
-    with single_thread():
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
 
 
 def test_largest_intermediate_finds_the_score_matrix():
