@@ -1,11 +1,11 @@
-"""The sample class: `make demo`'s expectations, checked on a fresh run."""
+"""The sample classes: `make demo`'s expectations, checked on a fresh run of all assignments."""
 
 import csv
 
 import pytest
 
 from grader.demo import meets_expectation, run_demo
-from grader.demo.sample_class import SELF_ATTENTION_CLASS
+from grader.demo.sample_class import SAMPLE_CLASSES
 
 pytestmark = pytest.mark.slow
 
@@ -13,19 +13,35 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
-    rows = {s.id: r for s, r in run_demo(out, say=lambda message: None)}
-    return out, rows
+    rows = run_demo(out, say=lambda message: None)
+    return out, {a: {s.id: r for s, r in table} for a, table in rows.items()}
 
 
-def test_scores_match_each_students_story(demo):
+def test_demo_covers_every_assignment(demo):
     _, rows = demo
-    assert rows["alice"].score == rows["alice"].max_score == 25  # the source solution
-    assert rows["bob"].score == 0  # the untouched release
-    for student in SELF_ATTENTION_CLASS:
-        r = rows[student.id]
+    assert set(rows) == set(SAMPLE_CLASSES) == {
+        "soft_select", "by_hand", "rnn_attention", "self_attention", "transformer"}
+
+
+@pytest.mark.parametrize("assignment", list(SAMPLE_CLASSES))
+def test_scores_match_each_students_story(demo, assignment):
+    _, rows = demo
+    results = rows[assignment]
+    alice, bob = results["alice"], results["bob"]
+    assert alice.auto_score == alice.auto_max > 0, "the source solution gets full marks"
+    assert alice.max_score > alice.auto_max, "written answers wait for the instructor"
+    assert alice.needs_manual
+    assert bob.auto_score == 0, "the untouched release gets zero autograded points"
+    for student in SAMPLE_CLASSES[assignment]:
+        r = results[student.id]
         assert r.error is None, f"{student.id} was not graded: {r.error}"
-        assert meets_expectation(student, r), f"{student.id}: {r.score} ({student.story})"
-    assert rows["erin"].score > 0, "the notebook that raises early is graded, not skipped"
+        assert meets_expectation(student, r), f"{student.id}: {r.auto_score} ({student.story})"
+
+
+def test_the_notebook_that_raises_early_is_graded(demo):
+    _, rows = demo
+    erin = rows["self_attention"]["erin"]
+    assert erin.error is None and erin.auto_score > 0
 
 
 def test_grades_csv_is_nbgraders_format(demo):
@@ -33,19 +49,34 @@ def test_grades_csv_is_nbgraders_format(demo):
     with open(out / "grades.csv") as f:
         table = list(csv.DictReader(f))
     assert {"assignment", "student_id", "raw_score", "score", "max_score"} <= set(table[0])
-    assert {row["student_id"]: float(row["score"]) for row in table} == {
-        s: r.score for s, r in rows.items()}
+    exported = {(row["assignment"], row["student_id"]): float(row["score"]) for row in table}
+    for assignment, results in rows.items():
+        for student, r in results.items():
+            assert exported[(assignment, student)] == r.score
 
 
-def test_feedback_names_the_mistake_without_showing_hidden_tests(demo):
+def feedback_pages(out, assignment):
+    return {p.stem: p.read_text() for p in (out / "feedback" / assignment).glob("*.html")}
+
+
+@pytest.mark.parametrize("assignment", list(SAMPLE_CLASSES))
+def test_feedback_has_no_hidden_tests_or_mark_schemes(demo, assignment):
     out, _ = demo
-    pages = {p.stem: p.read_text() for p in (out / "feedback").glob("*.html")}
-    assert set(pages) == {s.id for s in SELF_ATTENTION_CLASS}
+    pages = feedback_pages(out, assignment)
+    assert set(pages) == {s.id for s in SAMPLE_CLASSES[assignment]}
     for html in pages.values():
         assert "BEGIN HIDDEN TESTS" not in html and "import solutions" not in html
         assert "compare_outputs" not in html and "mistakes." not in html
+        assert "Mark scheme" not in html
+
+
+def test_feedback_names_the_mistakes(demo):
+    out, _ = demo
+    pages = feedback_pages(out, "self_attention")
     assert "the softmax was taken over the wrong axis" in pages["carol"]
     assert "not divided by sqrt(d)" in pages["dave"]
     assert "the mask was applied after the softmax" in pages["grace"]
     assert "without transpose(1, 2)" in pages["frank"]
     assert "NameError" in pages["erin"]
+    assert "tanh is missing" in feedback_pages(out, "rnn_attention")["carol"]
+    assert "pre-norm and post-norm are swapped" in feedback_pages(out, "transformer")["dave"]
