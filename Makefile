@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
-.PHONY: demo test lint lab lectures student-wheel student-env lock clean
+.PHONY: demo test lint lab lectures bench student-wheel student-env lock clean
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ lab: $(STAMP)
 ## Executed copies of the lectures, and HTML, under build/lectures/ (for self-learners).
 lectures: $(STAMP)
 	cd lectures && ../$(BIN)/python -m toolkit.execute
+
+## Time to autograde one submission of each assignment (target: under 60 s on 2 cores).
+bench: $(STAMP)
+	$(BIN)/python bench/autograde_one.py
 
 ## The student edition: the grader (for `python -m grader check`) without the reference solutions.
 student-wheel: $(STAMP)
