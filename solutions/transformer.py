@@ -50,6 +50,17 @@ def _copy_norm(dst: LayerNorm, src: nn.LayerNorm):
     dst.eps = src.eps
 
 
+def _block_from_torch(cls, layer):
+    """A `cls` block with the sizes, norm placement, activation, weights, dtype and device of a
+    torch encoder or decoder layer (both keep the same attribute names)."""
+    p = layer.linear1.weight
+    block = cls(layer.self_attn.embed_dim, layer.self_attn.num_heads,
+                layer.linear1.out_features, dropout=layer.dropout.p,
+                norm_first=layer.norm_first, activation=_activation_name(layer),
+                bias=layer.linear1.bias is not None)
+    return block.to(device=p.device, dtype=p.dtype).load_from_torch(layer)
+
+
 class TransformerBlock(nn.Module):
     """Encoder block: self-attention and an MLP, with residuals and layer norms.
 
@@ -96,12 +107,7 @@ class TransformerBlock(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "TransformerBlock":
         """A new block with the configuration, weights, dtype and device of `layer`."""
-        p = layer.linear1.weight
-        block = cls(layer.self_attn.embed_dim, layer.self_attn.num_heads,
-                    layer.linear1.out_features, dropout=layer.dropout.p,
-                    norm_first=layer.norm_first, activation=_activation_name(layer),
-                    bias=layer.linear1.bias is not None)
-        return block.to(device=p.device, dtype=p.dtype).load_from_torch(layer)
+        return _block_from_torch(cls, layer)
 
 
 class TransformerEncoder(nn.Module):
@@ -205,12 +211,7 @@ class DecoderBlock(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> "DecoderBlock":
         """A new block with the configuration, weights, dtype and device of `layer`."""
-        p = layer.linear1.weight
-        block = cls(layer.self_attn.embed_dim, layer.self_attn.num_heads,
-                    layer.linear1.out_features, dropout=layer.dropout.p,
-                    norm_first=layer.norm_first, activation=_activation_name(layer),
-                    bias=layer.linear1.bias is not None)
-        return block.to(device=p.device, dtype=p.dtype).load_from_torch(layer)
+        return _block_from_torch(cls, layer)
 
 
 class DecoderOnlyLM(nn.Module):
