@@ -6,6 +6,7 @@ and runs a released notebook's visible tests there.
 """
 
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -71,7 +72,8 @@ def test_released_notebook_checks_in_the_student_environment(
 
     done = run(student_python, "-m", "grader", "check", "alice.ipynb", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "7 of 7 visible tests pass" in done.stdout
+    passed = re.search(r"(\d+) of (\d+) visible tests pass", done.stdout)
+    assert passed and passed.group(1) == passed.group(2) and int(passed.group(2)) >= 5
     assert "hidden, run when graded" in done.stdout
     assert "No module named" not in done.stdout
 
