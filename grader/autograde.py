@@ -6,6 +6,7 @@ the course's submitted/ folder (the originals are never touched) and graded by n
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -109,7 +110,23 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
                     error = reason(result)
         results.append(Result(student, error=error, **_scores(course, assignment, student)))
         progress(f"  {student:<12} {_line(results[-1])}")
+    save_status(course, assignment, results)
     return results
+
+
+def status_path(course: Course, assignment: str) -> Path:
+    return course.root / "status" / f"{assignment}.json"
+
+
+def save_status(course: Course, assignment: str, results: list[Result]) -> Path:
+    """Record every student's outcome of the last autograde run (read back by the report)."""
+    path = status_path(course, assignment)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(path.read_text()) if path.exists() else {}
+    old.update({r.student: {"auto_score": r.auto_score, "auto_max": r.auto_max,
+                            "error": r.error} for r in results})
+    path.write_text(json.dumps(old, indent=1, sort_keys=True))
+    return path
 
 
 def _line(r: Result) -> str:

@@ -1,4 +1,4 @@
-"""`python -m grader`: release, autograde, feedback, export, check, demo, lab."""
+"""`python -m grader`: release, autograde, feedback, report, export, check, demo, lab."""
 
 from __future__ import annotations
 
@@ -41,6 +41,15 @@ def cmd_feedback(args) -> int:
         where = result if isinstance(result, str) else ", ".join(str(p) for p in result)
         print(f"  {student:<12} {where}")
     return 1 if any(isinstance(r, str) for r in pages.values()) else 0
+
+
+def cmd_report(args) -> int:
+    from grader.report import report
+
+    to = Path(args.to or f"{args.assignment}-report.html")
+    feedback_dir = Path(args.feedback) if args.feedback else None
+    print(f"class report written to {report(_course(args), args.assignment, to, feedback_dir)}")
+    return 0
 
 
 def cmd_export(args) -> int:
@@ -94,6 +103,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("assignment")
     s.add_argument("--to", help="also copy the pages here as STUDENT.html")
     s.set_defaults(run=cmd_feedback)
+
+    s = sub.add_parser("report", help="(instructors) one HTML page on how the class did")
+    s.add_argument("assignment")
+    s.add_argument("--to", help="default: ASSIGNMENT-report.html")
+    s.add_argument("--feedback", help="folder of STUDENT.html feedback pages to link to")
+    s.set_defaults(run=cmd_report)
 
     s = sub.add_parser("export", help="grades as CSV (nbgrader's format)")
     s.add_argument("--to", default="grades.csv")

@@ -15,6 +15,7 @@ from grader.demo.sample_class import SAMPLE_CLASSES, Student, write_class
 from grader.export import export
 from grader.feedback import feedback
 from grader.release import release
+from grader.report import report
 
 
 def _show(path: Path) -> Path:
@@ -64,6 +65,9 @@ def grade_sample_class(course: Course, assignment: str, out: Path, say):
         if isinstance(why, str):
             say(f"   feedback for {student} failed: {why}")
     say(f"   feedback pages: {_show(out / 'feedback' / assignment)}/STUDENT.html")
+    page = report(course, assignment, out / "reports" / f"{assignment}.html",
+                  feedback_dir=out / "feedback" / assignment)
+    say(f"   class report: {_show(page)}")
     return [(s, results[s.id]) for s in students]
 
 

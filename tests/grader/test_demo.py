@@ -80,3 +80,23 @@ def test_feedback_names_the_mistakes(demo):
     assert "NameError" in pages["erin"]
     assert "tanh is missing" in feedback_pages(out, "rnn_attention")["carol"]
     assert "pre-norm and post-norm are swapped" in feedback_pages(out, "transformer")["dave"]
+
+
+@pytest.mark.parametrize("assignment", list(SAMPLE_CLASSES))
+def test_class_report_shows_where_the_class_struggled(demo, assignment):
+    out, rows = demo
+    page = (out / "reports" / f"{assignment}.html").read_text()
+    assert "data:image/png;base64," in page, "the score histogram is embedded"
+    assert f"{len(rows[assignment])} submissions graded" in page
+    hardest = page.index("Tests, hardest first")
+    assert "test_" in page[hardest:], "each test's failure rate is listed"
+    for student in rows[assignment]:
+        assert f"{student}.html" in page, f"no link to {student}'s feedback"
+
+
+def test_class_report_counts_the_named_causes(demo):
+    out, _ = demo
+    page = (out / "reports" / "self_attention.html").read_text()
+    causes = page[page.index("Most common likely causes"):page.index("could not be graded</h2>")]
+    assert "the softmax was taken over the wrong axis" in causes
+    assert "not divided by sqrt(d)" in causes
