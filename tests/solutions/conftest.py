@@ -34,3 +34,21 @@ def devices():
 def device(request):
     """Each test that takes it runs on CPU, and on CUDA when there is one."""
     return torch.device(request.param)
+
+
+def _train_losses(params, loss_fn, steps: int = 40, lr: float = 1e-2) -> list[float]:
+    opt = torch.optim.Adam(params, lr=lr)
+    losses = []
+    for _ in range(steps):
+        loss = loss_fn()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.fixture
+def train_losses():
+    """train_losses(params, loss_fn) -> the losses of a few dozen Adam steps on a fixed batch."""
+    return _train_losses

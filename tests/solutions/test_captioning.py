@@ -58,21 +58,18 @@ def test_greedy(gen):
     assert dec.greedy(square, BOS, max_len=3)[1].shape == (2, 3, 4, 4)
 
 
-def test_overfits_captions(gen):
+def test_overfits_captions(gen, train_losses):
     torch.manual_seed(0)
     enc, dec = GridEncoder(3, FEAT), CaptionDecoder(V, E, FEAT, HID, ATT)
     images = _images(gen, B=4)
     captions = torch.randint(2, V, (4, 5), generator=gen)
     tgt_in = torch.cat([torch.full((4, 1), BOS), captions[:, :-1]], dim=1)
     params = list(enc.parameters()) + list(dec.parameters())
-    opt = torch.optim.Adam(params, lr=1e-2)
-    losses = []
-    for _ in range(40):
+
+    def loss():
         features, _ = enc(images)
         logits, _ = dec(features, tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, V), captions.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        return F.cross_entropy(logits.reshape(-1, V), captions.reshape(-1))
+
+    losses = train_losses(params, loss)
     assert losses[-1] < 0.3 * losses[0]

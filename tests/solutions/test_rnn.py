@@ -106,7 +106,7 @@ def test_greedy(use_attention, gen):
     torch.testing.assert_close(att_tf, att)
 
 
-def test_overfits_reversal(gen):
+def test_overfits_reversal(gen, train_losses):
     """A few dozen Adam steps on one fixed batch of 'reverse the sequence' cut the loss."""
     torch.manual_seed(0)
     model = _model(use_attention=True)
@@ -116,13 +116,10 @@ def test_overfits_reversal(gen):
     for b in range(3):
         target[b, : lengths[b]] = src[b, : lengths[b]].flip(0)
     tgt_in = torch.cat([torch.full((3, 1), BOS), target[:, :-1]], dim=1)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    losses = []
-    for _ in range(40):
+
+    def loss():
         logits, _ = model(src, src_mask, tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, V), target.reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        return F.cross_entropy(logits.reshape(-1, V), target.reshape(-1))
+
+    losses = train_losses(model.parameters(), loss)
     assert losses[-1] < 0.3 * losses[0]
