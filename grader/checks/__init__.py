@@ -29,3 +29,8 @@ __all__ = [
     "expect_zero_where_masked",
     "forbidden_builtins",
 ]
+
+# In a notebook (an IPython kernel), a failing check shows its message, not a traceback.
+from .notebook import show_failures_briefly  # noqa: E402
+
+show_failures_briefly()
