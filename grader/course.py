@@ -105,14 +105,18 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT) -> Config:
         AssignLatePenalties,
         CheckCellMetadata,
         ClearHiddenTests,
-        Execute,
+        ClearOutput,
+        DeduplicateIds,
         GetGrades,
         IgnorePattern,
         LimitOutput,
+        OverwriteCells,
+        OverwriteKernelspec,
         SaveAutoGrades,
     )
 
     from grader.preprocessors import ShortTracebacks, StderrIsNotFailure
+    from grader.sandbox.execute import JudgedExecute, RestoreCells
 
     c = Config()
     c.CourseDirectory.root = str(course.root)
@@ -125,10 +129,23 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT) -> Config:
     c.Execute.interrupt_on_timeout = True
     # The kernel warns on every start that TCP is unencrypted (it listens on loopback only).
     c.Execute.extra_arguments = KERNEL_ARGS
-    # nbgrader's autograde pipeline, with one step added after execution: warnings that torch
+    # nbgrader's autograde pipeline with three changes. Before execution, RestoreCells puts
+    # deleted or re-labelled instructor cells back. Execution is ours (JudgedExecute): the
+    # student's code runs in a confined process and every test's verdict is reached in this one,
+    # where student code cannot reach it (see grader/sandbox). After it, warnings that torch
     # prints to stderr must not cost a correct answer its points (nbgrader issue #1904).
+    c.RestoreCells.course_root = c.JudgedExecute.course_root = str(course.root)
+    c.JudgedExecute.limits = {"cell_timeout": cell_timeout}
+    c.Autograde.sanitize_preprocessors = [
+        ClearOutput,
+        RestoreCells,
+        DeduplicateIds,
+        OverwriteKernelspec,
+        OverwriteCells,
+        CheckCellMetadata,
+    ]
     c.Autograde.autograde_preprocessors = [
-        Execute,
+        JudgedExecute,
         IgnorePattern,
         StderrIsNotFailure,
         ClearMetadataPreprocessor,

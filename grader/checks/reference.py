@@ -58,7 +58,8 @@ def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
                       student_params=None, reference_params=None, case: str = "",
                       forbidden=()) -> None:
     """Gradients of a random linear function of the outputs must match the reference's,
-    with respect to every floating-point input (and named parameters, if given)."""
+    with respect to every floating-point input, and to each of reference_params (a
+    {name: parameter} dict) in student_params (the student's module, or such a dict)."""
     def leaves():
         return [t.detach().clone().requires_grad_(t.is_floating_point())
                 if isinstance(t, torch.Tensor) else t for t in inputs]
@@ -82,8 +83,23 @@ def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
             raise CheckFailure(f"{what}: no gradient reached {name}; is the result detached "
                                "from it (.detach(), .item(), .numpy() or torch.tensor(...))?")
         expect_close(s.grad, r.grad, f"{what}: gradient with respect to {name} ({case})")
+    student_grads = _parameter_grads(student_params) if reference_params else {}
     for name, r in (reference_params or {}).items():
-        s = student_params[name]
-        if s.grad is None:
+        if name not in student_grads:
+            raise CheckFailure(f"{what}: your module has no parameter named {name}")
+        s_grad = student_grads[name]
+        if s_grad is None:
             raise CheckFailure(f"{what}: no gradient reached the parameter {name}")
-        expect_close(s.grad, r.grad, f"{what}: gradient with respect to {name} ({case})")
+        expect_close(s_grad, r.grad, f"{what}: gradient with respect to {name} ({case})")
+
+
+def _parameter_grads(params) -> dict:
+    """{name: gradient} of a module's parameters (a module here or in the student's process),
+    or of a {name: parameter} dict."""
+    from grader.sandbox.remote import Remote
+
+    if isinstance(params, Remote):
+        return params._link.parameter_grads(params)
+    if isinstance(params, torch.nn.Module):
+        params = dict(params.named_parameters())
+    return {name: p.grad for name, p in params.items()}

@@ -1,0 +1,190 @@
+"""The only format that crosses between a student's process and the grader: plain data.
+
+Nothing from the student's process is ever unpickled or executed by the grader. A message is
+JSON; tensors travel as dtype, shape and raw bytes and are rebuilt here as plain tensors (never a
+student's subclass); anything that is not data becomes a numbered reference to an object that
+stays in the student's process.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+
+import torch
+
+MAX_MESSAGE = 256 * 2**20  # bytes; a bigger reply counts as a misbehaving submission
+MAX_DEPTH = 32
+
+_DTYPES = {str(d).removeprefix("torch."): d for d in (
+    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+    torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
+
+
+class CodecError(ValueError):
+    """A message that is not in the agreed format."""
+
+
+class Ref:
+    """A reference to an object living in the other process: its number, type name and repr."""
+
+    __slots__ = ("id", "type", "repr")
+
+    def __init__(self, id: int, type: str, repr: str):
+        self.id, self.type, self.repr = id, type, repr
+
+
+# ----- encoding (used on both sides) -------------------------------------------------------
+
+def encode_tensor(t: torch.Tensor) -> dict:
+    t = torch.Tensor.detach(t)
+    device = t.device.type
+    out = {"T": "tensor", "dtype": str(t.dtype).removeprefix("torch."),
+           "shape": list(t.shape), "device": device}
+    if device != "meta":
+        data = torch.Tensor.contiguous(torch.Tensor.cpu(t))
+        raw = data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
+        out["data"] = base64.b64encode(raw).decode("ascii")
+    return out
+
+
+def encode(value, to_ref, depth: int = 0):
+    """A JSON-ready tree for `value`; objects that are not data go through to_ref(obj) -> Ref."""
+    if depth > MAX_DEPTH:
+        raise CodecError("value nested too deeply")
+    if value is None or type(value) in (bool, str):
+        return value
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        value = int(value)
+        return value if abs(value) < 2**63 else {"T": "int", "v": str(value)}
+    if isinstance(value, float):
+        value = float(value)
+        return value if math.isfinite(value) else {"T": "float", "v": repr(value)}
+    if _is_numpy_array(value):
+        return {**encode_tensor(torch.from_numpy(value.copy())), "T": "ndarray"}
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):  # numpy scalars
+        return encode(value.item(), to_ref, depth + 1)
+    if isinstance(value, torch.Tensor):
+        return encode_tensor(value)
+    if isinstance(value, torch.dtype):
+        return {"T": "dtype", "v": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.device):
+        return {"T": "device", "v": str(value)}
+    if isinstance(value, torch.Size):
+        return {"T": "tuple", "v": [int(s) for s in value]}
+    if isinstance(value, torch.Generator):
+        return {"T": "generator", "seed": int(value.initial_seed()),
+                "state": encode_tensor(value.get_state())}
+    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields")):
+        return {"T": "tuple" if isinstance(value, tuple) else "list",
+                "v": [encode(v, to_ref, depth + 1) for v in value]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"T": "dict", "v": {k: encode(v, to_ref, depth + 1) for k, v in value.items()}}
+    ref = to_ref(value)
+    return {"T": "ref", "id": ref.id, "type": ref.type, "repr": ref.repr}
+
+
+def _is_numpy_array(value) -> bool:
+    import sys
+
+    np = sys.modules.get("numpy")
+    return (np is not None and isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
+            and value.dtype.byteorder in "=|<")
+
+
+def dumps(message: dict) -> bytes:
+    data = json.dumps(message, allow_nan=False).encode("utf-8")
+    if len(data) > MAX_MESSAGE:
+        raise CodecError(f"message of {len(data) / 2**20:.0f} MB is over the "
+                         f"{MAX_MESSAGE / 2**20:.0f} MB limit")
+    return data
+
+
+# ----- decoding (the grader uses this on everything the student's process sends) -----------
+
+def decode_tensor(node: dict) -> torch.Tensor:
+    dtype = _DTYPES.get(node.get("dtype"))
+    shape = node.get("shape")
+    if dtype is None:
+        raise CodecError(f"unknown tensor dtype {node.get('dtype')!r}")
+    if not (isinstance(shape, list) and all(type(s) is int and 0 <= s for s in shape)):
+        raise CodecError("bad tensor shape")
+    numel = math.prod(shape)
+    if node.get("device") == "meta":
+        return torch.empty(shape, dtype=dtype, device="meta")
+    raw = base64.b64decode(node.get("data", ""), validate=True)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    if len(raw) != numel * itemsize:
+        raise CodecError(f"tensor data has {len(raw)} bytes, its shape {shape} needs "
+                         f"{numel * itemsize}")
+    if numel == 0:
+        return torch.empty(shape, dtype=dtype)
+    return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape).clone()
+
+
+def decode(node, from_ref, depth: int = 0):
+    """The value a tree stands for; references become from_ref(Ref)."""
+    if depth > MAX_DEPTH:
+        raise CodecError("value nested too deeply")
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if isinstance(node, list):
+        raise CodecError("bare list in message")
+    if not isinstance(node, dict):
+        raise CodecError(f"unexpected {type(node).__name__} in message")
+    kind = node.get("T")
+    if kind == "tensor":
+        return decode_tensor(node)
+    if kind == "ndarray":
+        return decode_tensor(node).numpy()
+    if kind in ("tuple", "list"):
+        items = [decode(v, from_ref, depth + 1) for v in _list(node.get("v"))]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "dict":
+        v = node.get("v")
+        if not isinstance(v, dict):
+            raise CodecError("bad dict")
+        return {str(k): decode(x, from_ref, depth + 1) for k, x in v.items()}
+    if kind == "int":
+        return int(str(node.get("v")))
+    if kind == "float":
+        return float(str(node.get("v")))
+    if kind == "dtype":
+        if node.get("v") not in _DTYPES:
+            raise CodecError(f"unknown dtype {node.get('v')!r}")
+        return _DTYPES[node["v"]]
+    if kind == "device":
+        return torch.device(str(node.get("v")))
+    if kind == "generator":
+        g = torch.Generator()
+        g.set_state(decode_tensor(node.get("state", {})))
+        return g
+    if kind == "ref":
+        if type(node.get("id")) is not int:
+            raise CodecError("bad reference")
+        return from_ref(Ref(node["id"], str(node.get("type", "?"))[:100],
+                            str(node.get("repr", ""))[:200]))
+    raise CodecError(f"unknown value kind {kind!r}")
+
+
+def loads(data: bytes) -> dict:
+    if len(data) > MAX_MESSAGE:
+        raise CodecError("message over the size limit")
+    try:
+        message = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CodecError(f"not a JSON message: {e}") from None
+    if not isinstance(message, dict):
+        raise CodecError("message is not an object")
+    return message
+
+
+def _list(v):
+    if not isinstance(v, list):
+        raise CodecError("bad sequence")
+    return v

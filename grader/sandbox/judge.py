@@ -1,0 +1,224 @@
+"""Run one notebook the safe way: the student's cells in their process, the tests in ours.
+
+Each code cell goes to one side:
+- a test cell (nbgrader `grade` without `solution`) runs here, in the grader's process, with
+  the names it uses looked up in the student's process (functions and classes as `Remote`s,
+  data as plain values). Its verdict, and the reference it compares with, never leave here.
+- every other cell (setup, solutions, training) runs in the student's process.
+The notebook's first cell (the imports, instructor code) runs on both sides; the names it binds
+are pinned here, so a student cannot swap `torch` or a check helper under the tests.
+
+When the student's process dies (timeout, memory, crash, os._exit) the cell that killed it is
+marked, a fresh process replays the earlier cells, and grading goes on.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import time
+import types
+from dataclasses import dataclass, field
+
+import nbformat
+
+from grader.sandbox.remote import Link, Remote
+from grader.sandbox.session import Limits, RemoteError, Session, WorkerDied
+
+MAX_RESTARTS = 3
+_BUILTINS = frozenset(vars(builtins))  # a student's `len` or `print` never replaces ours
+
+
+@dataclass
+class Flag:
+    kind: str  # timeout, memory, crash, blocked, restored, ...
+    detail: str
+
+    def as_dict(self):
+        return {"kind": self.kind, "detail": self.detail}
+
+
+@dataclass
+class Judge:
+    scratch: str
+    limits: Limits = field(default_factory=Limits)
+    landlock: bool = True
+    flags: list[Flag] = field(default_factory=list)
+
+    def flag(self, kind: str, detail: str) -> None:
+        if not any(f.kind == kind and f.detail == detail for f in self.flags):
+            self.flags.append(Flag(kind, detail))
+
+    # ----- the student's process ------------------------------------------------------------
+    def _start(self, deadline: float | None = None) -> None:
+        self.session = Session(self.scratch, self.limits, self.landlock)
+        if deadline:
+            self.session.deadline = deadline
+        self.session.start()
+        self.link = Link(self.session, on_output=self._collect)
+
+    def _collect(self, stdout: str, stderr: str) -> None:
+        if self._printed is not None:
+            self._printed.append(stdout + stderr)
+
+    def _restart(self, upto: int) -> bool:
+        """A fresh process with the worker cells before `upto` replayed; False if given up."""
+        self.restarts += 1
+        deadline = self.session.deadline
+        self.session.close()
+        if self.restarts > MAX_RESTARTS or time.monotonic() >= deadline:
+            return False
+        self._start(deadline)
+        for index, source in self.worker_cells:
+            if index >= upto or index in self.killers:
+                continue
+            try:
+                self.session.request({"op": "run", "source": source})
+            except WorkerDied:
+                self.killers.add(index)
+                return self._restart(upto)
+        return True
+
+    # ----- the notebook ---------------------------------------------------------------------
+    def run(self, nb, setup_source: str | None) -> nbformat.NotebookNode:
+        """Execute `nb` in place (outputs filled in); setup_source: the trusted first cell."""
+        self.restarts, self.killers, self.worker_cells = 0, set(), []
+        self.ns = {"__name__": "__main__", "__builtins__": builtins}
+        self.bound: dict[str, tuple[int, str]] = {}
+        self.pinned: set[str] = set()
+        self._printed = None
+        self._start()
+        try:
+            if setup_source:
+                before = set(self.ns)
+                exec(compile(setup_source, "<setup>", "exec"), self.ns)  # instructor code
+                self.pinned = set(self.ns) - before
+            stopped = None
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                cell.outputs, cell.execution_count = [], index + 1
+                if stopped:
+                    cell.outputs = [_error("NotRun", stopped)]
+                    continue
+                if _is_test(cell):
+                    self._run_test(index, cell)
+                else:
+                    self._run_student(index, cell)
+                if not self.session.alive and not self._restart(index + 1):
+                    stopped = ("this cell was not run: the notebook's process stopped too many "
+                               "times or ran out of time (see the cells above)")
+        finally:
+            self.session.close()
+        return nb
+
+    def _run_student(self, index: int, cell) -> None:
+        self.worker_cells.append((index, cell.source))
+        try:
+            reply = self.session.request({"op": "run", "source": cell.source})
+        except WorkerDied as e:
+            self.killers.add(index)
+            self.flag(e.kind, f"cell {index + 1}: {e}")
+            cell.outputs = [_error("NotebookStopped", f"{e}")]
+            return
+        cell.outputs = _streams(reply.get("stdout", ""), reply.get("stderr", ""))
+        if reply.get("error"):
+            err = reply["error"]
+            cell.outputs.append(_error(str(err.get("ename", "Error"))[:100],
+                                       str(err.get("evalue", ""))[:2000],
+                                       [str(x) for x in err.get("traceback", [])][:20]))
+        for name in reply.get("bound", []):
+            if isinstance(name, str) and name not in self.pinned:
+                self.bound[name] = (index, "worker")
+
+    def _run_test(self, index: int, cell) -> None:
+        try:
+            code = compile(cell.source, f"<test cell {index + 1}>", "exec")
+        except SyntaxError as e:
+            cell.outputs = [_error("SyntaxError", f"the test cell does not compile: {e}")]
+            self.flag("tampered", f"cell {index + 1}: a test cell that does not compile")
+            return
+        self._import_names(code)
+        before = {k: id(v) for k, v in self.ns.items()}
+        self._printed = []
+        out = io.StringIO()
+        error = None
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                exec(code, self.ns)
+        except WorkerDied as e:
+            self.flag(e.kind, f"cell {index + 1}: {e}")
+            error = _error("NotebookStopped", f"{e}")
+        except RemoteError as e:  # an error of the student's process itself
+            error = _error(e.ename, e.evalue)
+        except BaseException as e:  # noqa: B036 - any failure of a test is a failed test
+            error = _error(type(e).__name__, str(e))
+        printed = "".join(self._printed) + out.getvalue()
+        self._printed = None
+        cell.outputs = _streams(printed, "")
+        if error is not None:
+            cell.outputs.append(error)
+        for name, value in self.ns.items():
+            if before.get(name) != id(value) and name not in self.pinned:
+                self.bound[name] = (index, "grader")
+
+    def _import_names(self, code) -> None:
+        """Bind, here, the names the test uses that the student's cells defined last."""
+        for name in sorted(_names(code)):
+            where = self.bound.get(name)
+            if (name in self.pinned or name in _BUILTINS or where is None
+                    or where[1] != "worker"):
+                continue
+            try:
+                self.ns[name] = self.link.get(name)
+            except NameError:
+                self.ns.pop(name, None)
+            except WorkerDied:
+                raise
+            except Exception as e:
+                self.ns[name] = _Unusable(name, e)
+
+
+class _Unusable:
+    """A name whose value could not be brought over; any use fails the test with the reason."""
+
+    def __init__(self, name, error):
+        self.text = f"{name} could not be read from your notebook: {error}"
+
+    def __getattr__(self, attr):
+        from grader.checks import CheckFailure
+
+        raise CheckFailure(self.text)
+
+    def __call__(self, *a, **k):
+        return self.__getattr__("")
+
+
+def _names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const) | set(const.co_freevars)
+    return names
+
+
+def _is_test(cell) -> bool:
+    nbg = cell.metadata.get("nbgrader", {})
+    return bool(nbg.get("grade")) and not nbg.get("solution")
+
+
+def _streams(stdout: str, stderr: str) -> list:
+    outputs = []
+    for name, text in (("stdout", stdout), ("stderr", stderr)):
+        if text:
+            outputs.append(nbformat.v4.new_output("stream", name=name, text=text))
+    return outputs
+
+
+def _error(ename: str, evalue: str, traceback: list[str] | None = None):
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue,
+                                  traceback=traceback or [f"{ename}: {evalue}"])
+
+
+__all__ = ["Flag", "Judge", "Remote"]

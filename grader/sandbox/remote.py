@@ -1,0 +1,200 @@
+"""The grader's handles on the student's objects: functions, classes and modules.
+
+A test written for a notebook (`out, att = scaled_dot_product_attention(q, k, v)`) runs unchanged
+in the grader's process: the name is bound to a `Remote`, calling it sends the inputs to the
+student's process and brings back plain tensors. Gradients cross too: backward() through a
+remote call asks the student's process for the gradients of its inputs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from grader.checks import forbidden
+from grader.checks.compare import CheckFailure
+from grader.sandbox import codec
+
+# Exceptions from the student's code are re-raised here as the built-in type of the same name
+# (so a test may catch RuntimeError), otherwise as StudentError. Never anything else.
+_BUILTIN_ERRORS = {e.__name__: e for e in (
+    ArithmeticError, AssertionError, AttributeError, IndexError, KeyError, LookupError,
+    NameError, NotImplementedError, OverflowError, RuntimeError, TypeError, ValueError,
+    ZeroDivisionError, MemoryError, RecursionError)}
+
+
+class StudentError(Exception):
+    """An exception of a type the grader does not recreate (the student's own class, say)."""
+
+
+def raise_remote(error) -> None:
+    cls = _BUILTIN_ERRORS.get(error.ename, StudentError)
+    text = error.evalue if cls is not StudentError else f"{error.ename}: {error.evalue}"
+    raise cls(text)
+
+
+class Remote:
+    """An object in the student's process. Call it, read its attributes; nothing else."""
+
+    __slots__ = ("_link", "_ref")
+
+    def __init__(self, link, ref: codec.Ref):
+        object.__setattr__(self, "_link", link)
+        object.__setattr__(self, "_ref", ref)
+
+    def __repr__(self):
+        return f"<student's {self._ref.type}: {self._ref.repr}>"
+
+    def __call__(self, *args, **kwargs):
+        return self._link.call(self, args, kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self._link.getattr(self, name)
+
+    def __setattr__(self, name, value):
+        raise TypeError("the grader does not change the student's objects")
+
+    def __bool__(self):
+        raise CheckFailure(f"expected a tensor or a number, got the student's {self._ref.type}")
+
+    def __iter__(self):
+        raise CheckFailure(f"expected a tensor or a tuple, got the student's {self._ref.type}")
+
+    def __len__(self):
+        raise CheckFailure(f"expected a tensor or a tuple, got the student's {self._ref.type}")
+
+    def __getitem__(self, key):
+        raise CheckFailure(f"expected a tensor or a tuple, got the student's {self._ref.type}")
+
+    __hash__ = object.__hash__
+
+
+class _Bridge(torch.autograd.Function):
+    """A remote call as one autograd node: backward asks the student's process for gradients."""
+
+    @staticmethod
+    def forward(ctx, link, call, *leaves):
+        outputs, call_id = call()
+        ctx.link, ctx.call_id, ctx.n_leaves = link, call_id, len(leaves)
+        ctx.mark_non_differentiable(*[o for o in outputs if not o.is_floating_point()])
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if ctx.call_id is None:
+            return (None, None, *[None] * ctx.n_leaves)
+        leaf_grads = ctx.link.backward(ctx.call_id, grads)
+        if len(leaf_grads) != ctx.n_leaves:
+            raise CheckFailure("the student's process returned the wrong number of gradients")
+        return (None, None, *leaf_grads)
+
+
+def _tensor_slots(tree, path=()):
+    """Where the tensors are in a decoded value: list of paths."""
+    if isinstance(tree, torch.Tensor):
+        return [path]
+    if isinstance(tree, (tuple, list)):
+        return [p for i, v in enumerate(tree) for p in _tensor_slots(v, (*path, i))]
+    if isinstance(tree, dict):
+        return [p for k, v in tree.items() for p in _tensor_slots(v, (*path, k))]
+    return []
+
+
+def _get(tree, path):
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+def _put(tree, path, value):
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(tree, dict):
+        return {**tree, head: _put(tree[head], rest, value)}
+    items = list(tree)
+    items[head] = _put(items[head], rest, value)
+    return type(tree)(items) if isinstance(tree, tuple) else items
+
+
+class Link:
+    """The grader's end of a student's process: encodes calls, decodes answers."""
+
+    def __init__(self, session, on_output=None):
+        self.session = session
+        self.on_output = on_output or (lambda stdout, stderr: None)
+
+    def remote(self, ref: codec.Ref) -> Remote:
+        return Remote(self, ref)
+
+    def decode(self, node):
+        return codec.decode(node, self.remote)
+
+    def _encode(self, value, leaves):
+        def to_ref(obj):
+            if isinstance(obj, Remote):
+                if obj._link is not self:
+                    raise CheckFailure("an object from an earlier run of the notebook was used")
+                return obj._ref
+            raise CheckFailure(f"cannot send a {type(obj).__name__} to the student's code")
+
+        node = codec.encode(value, to_ref)
+        if isinstance(value, torch.Tensor) and value.requires_grad and torch.is_grad_enabled():
+            node["grad"] = True
+            leaves.append(value)
+        return node
+
+    def request(self, message):
+        try:
+            return self.session.request(message)
+        except Exception as e:
+            from grader.sandbox.session import RemoteError
+
+            if isinstance(e, RemoteError):
+                raise_remote(e)
+            raise
+
+    def get(self, name: str):
+        return self.decode(self.request({"op": "get", "name": name})["value"])
+
+    def getattr(self, obj: Remote, name: str):
+        reply = self.request({"op": "getattr", "ref": self._ref_node(obj), "name": name})
+        return self.decode(reply["value"])
+
+    @staticmethod
+    def _ref_node(obj: Remote) -> dict:
+        return {"T": "ref", "id": obj._ref.id, "type": obj._ref.type, "repr": ""}
+
+    def call(self, fn: Remote, args, kwargs):
+        leaves = []
+        message = {"op": "call", "ref": self._ref_node(fn),
+                   "args": [self._encode(a, leaves) for a in args],
+                   "kwargs": {str(k): self._encode(v, leaves) for k, v in kwargs.items()},
+                   "forbidden": forbidden.ACTIVE}
+        result = {}
+
+        def send():
+            reply = self.request(message)
+            self.on_output(reply.get("stdout", ""), reply.get("stderr", ""))
+            value = self.decode(reply["value"])
+            result["value"], result["slots"] = value, _tensor_slots(value)
+            return [_get(value, p) for p in result["slots"]], reply.get("call")
+
+        if not leaves:
+            send()
+            return result["value"]
+        outputs = _Bridge.apply(self, send, *leaves)
+        value = result["value"]
+        for path, out in zip(result["slots"], outputs, strict=True):
+            value = _put(value, path, out)
+        return value
+
+    def backward(self, call_id: int, grads) -> list:
+        message = {"op": "backward", "call": call_id,
+                   "grads": [None if g is None else codec.encode_tensor(g) for g in grads]}
+        values = self.decode(self.request(message)["value"])
+        return [v if isinstance(v, torch.Tensor) else None for v in values]
+
+    def parameter_grads(self, module: Remote) -> dict:
+        return self.decode(self.request({"op": "grads", "ref": self._ref_node(module)})["value"])

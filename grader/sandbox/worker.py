@@ -1,0 +1,234 @@
+"""The student's side: a confined process that runs their cells and answers the grader's calls.
+
+It never decides anything. The grader asks it to run a cell, to hand over a name, or to call a
+student's function on inputs the grader chose; it answers with plain data (see codec.py). Tests
+and references stay in the grader's process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import resource
+import sys
+import traceback
+
+import torch
+
+from grader.sandbox import codec, landlock
+
+KEEP_OUTPUT = 20_000  # characters of a cell's printed output kept for the feedback
+
+
+class CappedText(io.TextIOBase):
+    """Printed output: keeps the first KEEP_OUTPUT characters and counts the rest."""
+
+    def __init__(self):
+        self.parts, self.kept, self.total = [], 0, 0
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        s = str(s)
+        self.total += len(s)
+        if self.kept < KEEP_OUTPUT:
+            piece = s[: KEEP_OUTPUT - self.kept]
+            self.parts.append(piece)
+            self.kept += len(piece)
+        return len(s)
+
+    def text(self) -> str:
+        out = "".join(self.parts)
+        if self.total > self.kept:
+            out += f"\n[... {self.total - self.kept} more characters of output not kept]\n"
+        return out
+
+
+@contextlib.contextmanager
+def captured():
+    out, err = CappedText(), CappedText()
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        yield out, err
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _error(e: BaseException) -> dict:
+    frames = traceback.extract_tb(e.__traceback__)
+    mine = [f for f in frames if f.filename.startswith("<")]  # the student's cells
+    lines = traceback.format_list(mine[-5:]) + traceback.format_exception_only(type(e), e)
+    return {"ename": type(e).__name__, "evalue": str(e)[:2000], "traceback": lines}
+
+
+class Worker:
+    def __init__(self, conn, config: dict):
+        self.conn, self.config = conn, config
+        self.objects: dict[int, object] = {}  # reference number -> object
+        self.numbers: dict[int, int] = {}  # id(object) -> reference number
+        self.calls: dict[int, tuple] = {}  # call number -> (outputs, leaves) kept for backward
+        self.shell = None
+
+    # ----- references -------------------------------------------------------------------
+    def to_ref(self, obj) -> codec.Ref:
+        n = self.numbers.get(id(obj))
+        if n is None or self.objects.get(n) is not obj:
+            n = len(self.objects) + 1
+            self.objects[n], self.numbers[id(obj)] = obj, n
+        try:
+            text = repr(obj)[:200]
+        except Exception:
+            text = "?"
+        return codec.Ref(n, type(obj).__name__, text)
+
+    def from_ref(self, ref: codec.Ref):
+        if ref.id not in self.objects:
+            raise KeyError(f"no object number {ref.id} in this process")
+        return self.objects[ref.id]
+
+    def encode(self, value):
+        return codec.encode(value, self.to_ref)
+
+    # ----- operations -------------------------------------------------------------------
+    def op_run(self, msg):
+        ns = self.shell.user_ns
+        before = {k: id(v) for k, v in ns.items()}
+        with captured() as (out, err):
+            result = self.shell.run_cell(msg["source"], store_history=False)
+        error = result.error_before_exec or result.error_in_exec
+        bound = [k for k, v in ns.items() if before.get(k) != id(v) and not k.startswith("_")]
+        return {"stdout": out.text(), "stderr": err.text(),
+                "error": _error(error) if error is not None else None, "bound": bound[:1000]}
+
+    def op_get(self, msg):
+        ns = self.shell.user_ns
+        if msg["name"] not in ns:
+            raise NameError(f"name '{msg['name']}' is not defined")
+        return {"value": self.encode(ns[msg["name"]])}
+
+    def op_getattr(self, msg):
+        obj = self.from_ref(codec.decode(msg["ref"], lambda r: r))
+        return {"value": self.encode(getattr(obj, msg["name"]))}
+
+    def op_call(self, msg):
+        leaves = []
+
+        def decode(node):
+            return codec.decode(node, self.from_ref)
+
+        args = [self._leaf(decode(a), a, leaves) for a in msg["args"]]
+        kwargs = {k: self._leaf(decode(v), v, leaves) for k, v in msg["kwargs"].items()}
+        fn = self.from_ref(codec.decode(msg["ref"], lambda r: r))
+        from grader.checks.forbidden import by_names, forbidden_builtins
+
+        extra = by_names(msg.get("forbidden"))
+        blocked = (contextlib.nullcontext() if extra is None
+                   else forbidden_builtins(self.shell.user_ns, extra=extra))
+        with captured() as (out, err), blocked:
+            with torch.enable_grad() if leaves else torch.no_grad():
+                value = fn(*args, **kwargs)
+        call = None
+        if leaves:
+            outputs = list(_tensors(value))  # in the order the grader sees them
+            call = len(self.calls) + 1
+            self.calls[call] = (outputs, leaves)
+        return {"value": self.encode(value), "call": call, "stdout": out.text(),
+                "stderr": err.text()}
+
+    @staticmethod
+    def _leaf(value, node, leaves):
+        if isinstance(value, torch.Tensor) and isinstance(node, dict) and node.get("grad"):
+            value.requires_grad_(True)
+            leaves.append(value)
+        return value
+
+    def op_backward(self, msg):
+        outputs, leaves = self.calls.pop(msg["call"])
+        grads = [codec.decode(g, self.from_ref) for g in msg["grads"]]
+        pairs = [(o, g) for o, g in zip(outputs, grads, strict=False)
+                 if g is not None and isinstance(o, torch.Tensor) and o.requires_grad]
+        with captured():
+            if pairs:
+                torch.autograd.backward([o for o, _ in pairs], [g for _, g in pairs])
+        return {"value": self.encode(tuple(leaf.grad for leaf in leaves))}
+
+    def op_grads(self, msg):
+        module = self.from_ref(codec.decode(msg["ref"], lambda r: r))
+        return {"value": self.encode({n: p.grad for n, p in module.named_parameters()})}
+
+    def op_ping(self, msg):
+        return {"value": os.getpid()}
+
+    def serve(self):
+        while True:
+            try:
+                data = self.conn.recv_bytes()
+            except (EOFError, OSError):
+                return
+            msg = codec.loads(data)
+            try:
+                reply = getattr(self, "op_" + msg["op"])(msg)
+                reply["ok"] = True
+            except BaseException as e:  # noqa: B036 - reported to the grader, never hidden
+                reply = {"ok": False, "error": _error(e)}
+            try:
+                payload = codec.dumps(reply)
+            except Exception as e:
+                payload = codec.dumps({"ok": False, "error": _error(e)})
+            self.conn.send_bytes(payload)
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+
+
+def confine(config: dict) -> dict:
+    """Limits and the filesystem sandbox, applied before any student code runs."""
+    report = {}
+    os.setsid()  # its own session and process group: killed as a whole afterwards
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # C-level prints must not reach the grader's terminal
+        os.dup2(devnull, fd)
+    limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, config["max_file_bytes"])]
+    if config.get("memory_bytes"):
+        limits.append((resource.RLIMIT_AS, config["memory_bytes"]))
+    if config.get("max_processes"):
+        limits.append((resource.RLIMIT_NPROC, config["max_processes"]))
+    for which, value in limits:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(which, (value, value))
+    scratch = config["scratch"]
+    os.chdir(scratch)
+    os.environ.update({"HOME": scratch, "TMPDIR": scratch, "MPLBACKEND": "Agg",
+                       "NBGRADER_EXECUTION": "autograde"})
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", scratch)]
+    sys.path.insert(0, scratch)
+    if config.get("landlock", True):
+        try:
+            report["landlock"] = landlock.restrict(read=config["read"],
+                                                   write=[scratch, *config["write"]])
+        except OSError as e:
+            report["landlock_error"] = str(e)
+    return report
+
+
+def main(conn, config: dict) -> None:
+    """Entry point of the forked process (see session.py)."""
+    confine(config)
+    from IPython.core.interactiveshell import InteractiveShell
+
+    worker = Worker(conn, config)
+    worker.shell = InteractiveShell.instance()
+    worker.shell.showtraceback = lambda *a, **k: None  # errors are reported as data instead
+    worker.serve()
+    os._exit(0)
