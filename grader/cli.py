@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from grader.course import DEFAULT_COURSE, Course
@@ -25,12 +26,30 @@ def cmd_release(args) -> int:
 def cmd_autograde(args) -> int:
     from grader.autograde import autograde
 
+    limits = {k: v for k, v in (("cell_timeout", args.cell_timeout),
+                                ("notebook_timeout", args.notebook_timeout),
+                                ("memory_bytes", args.memory)) if v is not None}
     print(f"Autograding {args.assignment} from {args.submissions}")
-    results = autograde(_course(args), args.assignment, Path(args.submissions))
+    start = time.monotonic()
+    results = autograde(_course(args), args.assignment, Path(args.submissions), limits=limits)
     errors = [r for r in results if r.error]
-    print(f"{len(results) - len(errors)} graded, {len(errors)} could not be graded "
-          f"(listed above with the reason).")
+    flagged = [r for r in results if r.flags]
+    print(f"{len(results) - len(errors)} graded, {len(errors)} could not be graded (listed "
+          f"above with the reason), {len(flagged)} flagged for review, in "
+          f"{time.monotonic() - start:.0f} s.")
     return 0
+
+
+def _bytes(text: str) -> int:
+    """'4G', '512M' or a number of bytes."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    text = text.strip().upper().removesuffix("B")
+    try:
+        if text and text[-1] in units:
+            return int(float(text[:-1]) * units[text[-1]])
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size like 4G or 512M") from None
 
 
 def cmd_feedback(args) -> int:
@@ -97,6 +116,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("assignment")
     s.add_argument("--submissions", required=True,
                    help="folder laid out as STUDENT/ASSIGNMENT/NOTEBOOK.ipynb")
+    s.add_argument("--cell-timeout", type=float,
+                   help="seconds one cell may run (default 120, or the assignment's own)")
+    s.add_argument("--notebook-timeout", type=float,
+                   help="seconds a whole notebook may run (default 900)")
+    s.add_argument("--memory", type=_bytes, help="memory per submission, e.g. 4G (default 6G)")
     s.set_defaults(run=cmd_autograde)
 
     s = sub.add_parser("feedback", help="feedback HTML for autograded students")

@@ -98,7 +98,8 @@ class Course:
 DEFAULT_COURSE = Course(REPO / "build" / "course")
 
 
-def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT) -> Config:
+def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
+                    limits: dict | None = None) -> Config:
     """The nbgrader configuration for `course`: nbgrader's own pipeline plus our steps."""
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
@@ -135,7 +136,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT) -> Config:
     # where student code cannot reach it (see grader/sandbox). After it, warnings that torch
     # prints to stderr must not cost a correct answer its points (nbgrader issue #1904).
     c.RestoreCells.course_root = c.JudgedExecute.course_root = str(course.root)
-    c.JudgedExecute.limits = {"cell_timeout": cell_timeout}
+    c.JudgedExecute.limits = {"cell_timeout": cell_timeout, **(limits or {})}
     c.Autograde.sanitize_preprocessors = [
         ClearOutput,
         RestoreCells,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from grader.course import DEFAULT_COURSE, REPO, Course
 
@@ -19,20 +20,44 @@ c.merge(nbgrader_config(Course(Path({root!r}))))
 '''
 
 
-def write_config(course: Course = DEFAULT_COURSE):
+def write_config(course: Course = DEFAULT_COURSE, folder: Path | None = None) -> Path:
     """A Jupyter config folder whose nbgrader_config.py points the extension at `course`."""
     course.prepare()
-    folder = REPO / "build" / "jupyter"
+    folder = folder or REPO / "build" / "jupyter"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "nbgrader_config.py").write_text(CONFIG.format(root=str(course.root)))
     return folder
 
 
-def lab(course: Course = DEFAULT_COURSE, extra_args: list[str] | None = None) -> int:
+def release_for_students(course: Course = DEFAULT_COURSE) -> list[str]:
+    """Release (student versions in course/release/) every assignment whose release is missing
+    or older than its source notebooks; return the names released."""
+    from grader.course import setup_process
+    from grader.release import release
+
+    setup_process()
+    released = []
+    for assignment in course.assignments():
+        sources = list((course.source / assignment).glob("*.ipynb"))
+        copies = list((course.release / assignment).glob("*.ipynb"))
+        if len(copies) < len(sources) or (
+                min(p.stat().st_mtime for p in copies) < max(p.stat().st_mtime for p in sources)):
+            release(course, assignment)
+            released.append(assignment)
+    return released
+
+
+def lab(course: Course = DEFAULT_COURSE, extra_args: list[str] | None = None,
+        config_dir: Path | None = None) -> int:
+    """Run JupyterLab until it stops. config_dir: where to write the nbgrader config (default
+    build/jupyter; the browser tests use their own, so they never change the instructor's)."""
     if not course.root.resolve().is_relative_to(REPO):
         raise ValueError(f"the course directory {course.root} must be inside {REPO}: nbgrader's "
                          "formgrader only works on a course below the server's root")
-    folder = write_config(course)
+    folder = write_config(course, config_dir)
+    released = release_for_students(course)
+    if released:
+        print(f"Student versions released to {course.release}: {', '.join(released)}")
     env = dict(os.environ)
     # JUPYTER_CONFIG_PATH adds our folder in front of the usual ones (user settings still apply).
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(

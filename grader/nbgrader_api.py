@@ -16,10 +16,11 @@ class NbGraderError(RuntimeError):
     """An nbgrader step failed; the message carries the reason from nbgrader's log."""
 
 
-def api_for(course: Course) -> NbGraderAPI:
+def api_for(course: Course, limits: dict | None = None) -> NbGraderAPI:
+    """limits: overrides of the sandbox limits (grader.sandbox.session.Limits fields)."""
     setup_process()
     course.prepare()
-    config = nbgrader_config(course)
+    config = nbgrader_config(course, limits=limits)
     return NbGraderAPI(CourseDirectory(config=config), config=config)
 
 

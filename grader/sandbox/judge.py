@@ -125,6 +125,8 @@ class Judge:
         cell.outputs = _streams(reply.get("stdout", ""), reply.get("stderr", ""))
         if reply.get("error"):
             err = reply["error"]
+            if err.get("ename") == "MemoryError":
+                self.flag("memory", f"cell {index + 1}: ran out of memory (MemoryError)")
             cell.outputs.append(_error(str(err.get("ename", "Error"))[:100],
                                        str(err.get("evalue", ""))[:2000],
                                        [str(x) for x in err.get("traceback", [])][:20]))

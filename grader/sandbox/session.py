@@ -184,7 +184,7 @@ class Session:
 
     def _death_kind(self) -> str:
         code = self._wait()
-        return "memory" if code in (-signal.SIGKILL, -signal.SIGSEGV) else "crash"
+        return "memory" if code == -signal.SIGKILL else "crash"  # SIGKILL: the OOM killer
 
     def _death(self) -> str:
         code = self._wait()
