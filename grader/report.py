@@ -42,10 +42,12 @@ class TestStats:
 
 
 def collect(course: Course, assignment: str):
-    """(scores {student: auto score}, auto max, [TestStats], Counter of causes, errors)."""
+    """(scores {student: auto score}, auto max, [TestStats], Counter of causes, errors,
+    flags {student: [{kind, detail}]})."""
     status = json.loads(status_path(course, assignment).read_text()) \
         if status_path(course, assignment).exists() else {}
     errors = {s: v["error"] for s, v in status.items() if v.get("error")}
+    flags = {s: v["flags"] for s, v in status.items() if v.get("flags")}
     scores, tests, auto_max = {}, {}, 0.0
     with Gradebook(course.db_url, COURSE_ID) as gb:
         auto_max = gb.find_assignment(assignment).max_code_score
@@ -71,7 +73,7 @@ def collect(course: Course, assignment: str):
                 if output.get("output_type") == "error":
                     found.update(CAUSE.findall(output.get("evalue", "")))
         causes.update(found)  # each student counts once per cause
-    return scores, auto_max, list(tests.values()), causes, errors
+    return scores, auto_max, list(tests.values()), causes, errors, flags
 
 
 def _histogram(scores: dict[str, float], auto_max: float) -> str:
@@ -91,7 +93,7 @@ def _histogram(scores: dict[str, float], auto_max: float) -> str:
 
 def report(course: Course, assignment: str, to: Path, feedback_dir: Path | None = None) -> Path:
     setup_process()
-    scores, auto_max, tests, causes, errors = collect(course, assignment)
+    scores, auto_max, tests, causes, errors, flags = collect(course, assignment)
     if not scores and not errors:
         raise FileNotFoundError(f"nothing autograded for {assignment} in {course.root}")
     esc = html.escape
@@ -104,6 +106,9 @@ def report(course: Course, assignment: str, to: Path, feedback_dir: Path | None 
                          for c, n in causes.most_common(10)) or "<tr><td>none</td><td></td></tr>"
     error_rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(e)}</td></tr>"
                          for s, e in sorted(errors.items())) or "<tr><td>none</td><td></td></tr>"
+    flag_rows = "".join(
+        f"<tr><td>{esc(s)}</td><td>{esc(f['kind'])}</td><td>{esc(f['detail'])}</td></tr>"
+        for s, fs in sorted(flags.items()) for f in fs) or "<tr><td>none</td><td></td></tr>"
 
     def link(student):
         if feedback_dir is None:
@@ -131,6 +136,10 @@ margin-right:.4em;vertical-align:middle}}</style></head><body>
 <table><tr><th>cause named by the checks</th><th>students</th></tr>{cause_rows}</table>
 <h2>Submissions that could not be graded</h2>
 <table><tr><th>student</th><th>reason</th></tr>{error_rows}</table>
+<h2>Flags for review</h2>
+<p>What the grader saw and stopped: blocked or suspicious code, restored cells, timeouts,
+memory and crashes. A flag costs no points by itself; it tells you where to look.</p>
+<table><tr><th>student</th><th>flag</th><th>detail</th></tr>{flag_rows}</table>
 <h2>Students</h2>
 <table><tr><th>student (feedback)</th><th>autograded score</th></tr>{student_rows}</table>
 </body></html>"""

@@ -44,7 +44,7 @@ def encode_tensor(t: torch.Tensor) -> dict:
            "shape": list(t.shape), "device": device}
     if device != "meta":
         data = torch.Tensor.contiguous(torch.Tensor.cpu(t))
-        raw = data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
+        raw = data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b""
         out["data"] = base64.b64encode(raw).decode("ascii")
     return out
 

@@ -115,3 +115,16 @@ def test_huge_output_was_capped(graded):
     course, *_ = graded
     nb = course.autograded / "huge_output" / "soft_select" / "soft_select.ipynb"
     assert nb.stat().st_size < 2 * 2**20, f"{nb} is {nb.stat().st_size} bytes"
+
+
+def test_report_lists_the_flags(graded, tmp_path):
+    course, *_ = graded
+    page = tmp_path / "report.html"
+    run = subprocess.run([sys.executable, "-m", "grader", "--course", str(course.root), "report",
+                          "soft_select", "--to", str(page)], capture_output=True, text=True,
+                         cwd=REPO, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    text = page.read_text()
+    flags = text[text.index("Flags for review"):text.index("<h2>Students")]
+    for student in ("import_solutions", "infinite_loop", "deleted_tests", "kernel_crash"):
+        assert f"<td>{student}</td>" in flags, f"{student} missing from the report's flags"

@@ -1,0 +1,137 @@
+"""The sandbox's parts on their own: the data format, the code scan, Landlock, the worker."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.course import REPO
+from grader.sandbox import codec, landlock
+from grader.sandbox.remote import Link, Remote, StudentError
+from grader.sandbox.scan import scan
+from grader.sandbox.session import Limits, Session, WorkerDied
+
+
+def roundtrip(value):
+    refs = []
+    node = codec.encode(value, lambda obj: refs.append(obj) or codec.Ref(len(refs), "X", ""))
+    return codec.decode(codec.loads(codec.dumps({"v": node}))["v"], lambda r: ("ref", r.id))
+
+
+def test_values_survive_the_trip():
+    t = torch.randn(2, 3, dtype=torch.float64)
+    out = roundtrip((t, {"a": [1, 2.5, None]}, torch.float32, torch.tensor([True, False])))
+    assert torch.equal(out[0], t) and out[0].dtype == torch.float64
+    assert out[1] == {"a": [1, 2.5, None]} and out[2] is torch.float32
+    assert out[3].dtype == torch.bool
+    meta = roundtrip(torch.empty(2, 2, device="meta"))
+    assert meta.device.type == "meta" and meta.shape == (2, 2)
+    assert roundtrip(float("nan")) != roundtrip(float("nan"))  # NaN, not an error
+
+
+def test_a_tensor_subclass_arrives_as_a_plain_tensor():
+    class Liar(torch.Tensor):
+        def __eq__(self, other):
+            return True
+
+    out = roundtrip(torch.zeros(3).as_subclass(Liar))
+    assert type(out) is torch.Tensor
+    assert not torch.equal(out, torch.ones(3))
+
+
+def test_objects_that_are_not_data_become_references():
+    class Yes:
+        def __eq__(self, other):
+            return True
+
+    assert roundtrip(Yes()) == ("ref", 1)
+
+
+@pytest.mark.parametrize("bad", [
+    b"not json", b"[1, 2]",
+    json.dumps({"v": {"T": "tensor", "dtype": "float32", "shape": [4], "data": ""}}).encode(),
+    json.dumps({"v": {"T": "tensor", "dtype": "object", "shape": [1], "data": ""}}).encode(),
+    json.dumps({"v": {"T": "pickle", "data": "gASV"}}).encode(),
+])
+def test_malformed_messages_are_refused(bad):
+    with pytest.raises(codec.CodecError):
+        codec.decode(codec.loads(bad)["v"], lambda r: r)
+
+
+def test_scan_names_what_an_instructor_should_see():
+    found = scan("import solutions\ntorch.allclose = lambda *a: True\nimport os\nos._exit(1)")
+    assert "imports the reference solutions" in found
+    assert "replaces torch.allclose" in found
+    assert any("os._exit" in f for f in found)
+    assert scan("def softmax(x):\n    return x.exp() / x.exp().sum()") == []
+
+
+@pytest.mark.skipif(landlock.abi_version() < 1, reason="this kernel has no Landlock")
+def test_landlock_hides_the_reference_from_a_child():
+    scratch = tempfile.mkdtemp()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        try:
+            landlock.restrict(read=["/usr", "/lib"], write=[scratch])
+            try:
+                open(REPO / "solutions" / "__init__.py").read()
+                os._exit(1)
+            except PermissionError:
+                pass
+            Path(scratch, "ok").write_text("writable")
+            os._exit(0)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert Path(scratch, "ok").read_text() == "writable"
+
+
+@pytest.fixture
+def session():
+    s = Session(Path(tempfile.mkdtemp()), Limits(cell_timeout=5, notebook_timeout=60))
+    s.start()
+    yield s
+    s.close()
+
+
+def test_a_student_function_runs_in_the_worker_and_returns_data(session):
+    reply = session.request({"op": "run", "source":
+                             "import torch, os\ndef f(x):\n    return 2 * x, os.getpid()"})
+    assert "f" in reply["bound"] and reply["error"] is None
+    link = Link(session)
+    f = link.get("f")
+    assert isinstance(f, Remote)
+    y, pid = f(torch.arange(3.0))
+    assert torch.equal(y, torch.tensor([0.0, 2.0, 4.0]))
+    assert pid != os.getpid(), "the student's code ran in the grader's process"
+
+
+def test_gradients_cross_the_boundary(session):
+    session.request({"op": "run", "source": "def f(x):\n    return (x ** 2).sum()"})
+    x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    Link(session).get("f")(x).backward()
+    assert torch.equal(x.grad, 2 * x.detach())
+
+
+def test_student_exceptions_come_back_as_builtin_types_only(session):
+    session.request({"op": "run", "source":
+                     "class Weird(Exception): pass\n"
+                     "def bad(): raise ValueError('nope')\ndef odd(): raise Weird('x')"})
+    link = Link(session)
+    with pytest.raises(ValueError, match="nope"):
+        link.get("bad")()
+    with pytest.raises(StudentError, match="Weird: x"):
+        link.get("odd")()
+
+
+def test_a_hanging_cell_is_killed_within_its_timeout(session):
+    session.limits.cell_timeout = 1
+    with pytest.raises(WorkerDied, match="longer than"):
+        session.request({"op": "run", "source": "while True:\n    pass"})
+    assert not session.alive
