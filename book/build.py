@@ -1,0 +1,151 @@
+"""`make site`: the self-study site, executed lectures and worked solutions, in build/site/.
+
+1. Every lecture is executed headless with the lecture checks (`lectures.toolkit.execute`: each
+   figure has a title and labelled axes). An executed copy in build/lectures/ (what
+   `make lectures` writes) is reused while it is newer than the notebook and the code it runs.
+2. Every source assignment (solutions, model answers, visible and hidden tests) is executed in
+   its own folder; copies are kept in build/site-cache/ on the same terms.
+3. book/ (the Jupyter Book configuration and the contents page) and those notebooks are staged
+   in build/site-src/ and built by Jupyter Book 1.x (Sphinx) into build/site/, with Sphinx
+   warnings treated as errors.
+
+Run from the repository root: `python book/build.py` (`--no-execute` builds from whatever
+executed copies exist, for quick work on the layout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parent.parent
+BOOK = REPO / "book"
+BUILD = REPO / "build"
+LECTURES = REPO / "lectures"
+ASSIGNMENTS = REPO / "assignments"
+EXECUTED_LECTURES = BUILD / "lectures"  # shared with `make lectures`
+EXECUTED_SOLUTIONS = BUILD / "site-cache" / "solutions"
+STAGE = BUILD / "site-src"
+SITE = BUILD / "site"
+CELL_TIMEOUT = 180
+
+# Code that a notebook's outputs depend on: a change to any of it re-executes the notebooks.
+CODE = [LECTURES / "toolkit", REPO / "solutions", REPO / "grader" / "checks"]
+
+
+def lectures() -> list[Path]:
+    return sorted(LECTURES.glob("*.ipynb"))
+
+
+def assignments() -> list[Path]:
+    return sorted(p for p in ASSIGNMENTS.glob("*/*.ipynb") if p.stem == p.parent.name)
+
+
+def _newest_code() -> float:
+    return max(p.stat().st_mtime for folder in CODE for p in folder.rglob("*.py"))
+
+
+def _fresh(executed: Path, source: Path) -> bool:
+    return (executed.exists()
+            and executed.stat().st_mtime > max(source.stat().st_mtime, _newest_code()))
+
+
+def execute_lecture(path: Path) -> Path:
+    from nbconvert import HTMLExporter
+
+    from lectures.toolkit.execute import execute
+
+    out = EXECUTED_LECTURES / path.name
+    if _fresh(out, path):
+        print(f"  {path.name}: up to date in {out.parent.relative_to(REPO)}/")
+        return out
+    nb, seconds = execute(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, out)
+    html, _ = HTMLExporter().from_notebook_node(nb)
+    out.with_suffix(".html").write_text(html)
+    print(f"  {path.name}: executed in {seconds:.0f} s")
+    return out
+
+
+def execute_solution(path: Path) -> Path:
+    from nbclient import NotebookClient
+
+    out = EXECUTED_SOLUTIONS / path.name
+    if _fresh(out, path):
+        print(f"  {path.name}: up to date in {out.parent.relative_to(REPO)}/")
+        return out
+    nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                   extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, out)
+    print(f"  {path.name}: executed in {time.perf_counter() - start:.0f} s")
+    return out
+
+
+def stage(lecture_files: list[Path], solution_files: list[Path]) -> Path:
+    shutil.rmtree(STAGE, ignore_errors=True)
+    shutil.copytree(BOOK, STAGE, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    for folder, files in (("lectures", lecture_files), ("solutions", solution_files)):
+        (STAGE / folder).mkdir()
+        for f in files:
+            shutil.copy2(f, STAGE / folder / f.name)
+    return STAGE
+
+
+def sphinx(source: Path) -> Path:
+    """Build the staged book; Sphinx warnings fail the build (all of them are reported)."""
+    work = BUILD / "site-build"
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    cmd = [str(jupyter_book), "build", str(source), "--path-output", str(work), "--all",
+           "--warningiserror", "--keep-going", "--quiet"]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stdout.write(done.stdout[-5000:])
+        sys.stderr.write(done.stderr[-5000:])
+        raise SystemExit(f"jupyter-book build failed (exit {done.returncode})")
+    shutil.rmtree(SITE, ignore_errors=True)
+    shutil.copytree(work / "_build" / "html", SITE)
+    return SITE
+
+
+def build(execute: bool = True) -> Path:
+    start = time.perf_counter()
+    if execute:
+        print("Executing the lectures (with the figure checks):")
+        lecture_files = [execute_lecture(p) for p in lectures()]
+        print("Executing the worked solutions:")
+        solution_files = [execute_solution(p) for p in assignments()]
+    else:
+        lecture_files = [EXECUTED_LECTURES / p.name for p in lectures()]
+        solution_files = [EXECUTED_SOLUTIONS / p.name for p in assignments()]
+        missing = [p for p in lecture_files + solution_files if not p.exists()]
+        if missing:
+            raise SystemExit(f"not executed yet: {', '.join(p.name for p in missing)}")
+    site = sphinx(stage(lecture_files, solution_files))
+    print(f"Site built in {time.perf_counter() - start:.0f} s: {site.relative_to(REPO)}/index.html")
+    return site
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--no-execute", action="store_true",
+                   help="use the executed copies as they are (fails if one is missing)")
+    args = p.parse_args(argv)
+    build(execute=not args.no_execute)
+    return 0
+
+
+if __name__ == "__main__":
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""A real browser on the course: Debian's chromium, driven by Playwright, on `make lab`'s server.
+
+The session builds one sample class (the demo's self_attention students, graded), starts
+JupyterLab on it exactly as `make lab` does (grader.lab) on a free loopback port, and opens one
+headless chromium. Playwright never downloads a browser: it launches /usr/bin/chromium, which
+.ci/run installs (`apt-get install chromium`). Without it, these tests skip.
+
+Screenshots of every step go to build/screenshots/ (`make screenshots` copies the ones the
+README shows into docs/img/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from grader.course import REPO
+
+CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))
+# Without the background-networking flags chromium keeps trying to reach Google's services,
+# which a closed CI network refuses.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+WORK = REPO / "build" / "browser"  # below the server's root, so JupyterLab can open it
+SHOTS = REPO / "build" / "screenshots"
+TIMEOUT_MS = 90_000  # per step; CI has two cores
+
+# JupyterLab user settings for the test server: no news pop-up, no autosave (a lecture is
+# never written back), and every cell rendered (no virtual scrolling) so locators see them all.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+}
+
+
+def pytest_collection_modifyitems(items):
+    if CHROMIUM.exists():
+        return
+    skip = pytest.mark.skip(reason=f"no chromium at {CHROMIUM} (.ci/run installs Debian's "
+                            "`chromium`; or set COURSE_CHROMIUM)")
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.is_relative_to(here) and {"browser", "page"} & set(item.fixturenames):
+            item.add_marker(skip)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def shots() -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    return SHOTS
+
+
+@pytest.fixture(scope="session")
+def sample_class() -> Path:
+    """The demo's sample class for self_attention, released and autograded: its course dir."""
+    out = WORK / "demo"
+    code = ("import sys; from pathlib import Path; from grader.demo import run_demo; "
+            f"run_demo(out=Path({str(out)!r}), assignments=['self_attention'])")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def lab_url(sample_class, tmp_path_factory):
+    """JupyterLab as `make lab` starts it (grader.lab), on the sample class, on loopback."""
+    tmp = tmp_path_factory.mktemp("lab")
+    settings = tmp / "settings"
+    for name, values in LAB_SETTINGS.items():
+        (settings / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings / name).write_text(json.dumps(values))
+    port = free_port()
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+               JUPYTER_CONFIG_DIR=str(tmp / "config"),  # no user config of this machine
+               JUPYTERLAB_SETTINGS_DIR=str(settings),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"))
+    course = sample_class / "course"
+    code = ("import sys; from pathlib import Path; from grader.course import Course; "
+            "from grader.lab import lab; "
+            f"sys.exit(lab(Course(Path({str(course)!r})), sys.argv[1:], "
+            f"config_dir=Path({str(tmp / 'nbgrader')!r})))")
+    args = ["--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+            "--IdentityProvider.token=", "--ServerApp.password=",
+            "--ServerApp.open_browser=False"]
+    log = open(tmp / "lab.log", "w+")
+    server = subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, env=env,
+                              stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status", timeout=5):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    pytest.fail(f"JupyterLab did not start:\n{log.read()[-3000:]}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless chromium (Debian's), with a fresh profile, for the whole session."""
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            profile, executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(TIMEOUT_MS)
+        try:
+            yield context
+        finally:
+            context.close()
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def page(browser):
+    page = browser.new_page()
+    yield page
+    page.close()
