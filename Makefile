@@ -8,6 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test lint lab lectures bench student-wheel student-env lock clean
+.PHONY: site browser-test screenshots
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +36,26 @@ lab: $(STAMP)
 ## Executed copies of the lectures, and HTML, under build/lectures/ (for self-learners).
 lectures: $(STAMP)
 	cd lectures && ../$(BIN)/python -m toolkit.execute
+
+## The self-study site (Jupyter Book): executed lectures and worked solutions, in build/site/.
+## Reuses the executed lectures in build/lectures/ (`make lectures`) while they are up to date.
+site: $(STAMP)
+	$(BIN)/python book/build.py
+	@echo "Open build/site/index.html"
+
+## The browser tests alone: Playwright drives Debian's chromium (/usr/bin/chromium) on `make lab`;
+## a screenshot of every step lands in build/screenshots/. (`make test` runs them too.)
+browser-test: $(STAMP)
+	$(BIN)/python -m pytest tests/browser
+
+## Refresh the README's screenshots in docs/img/ from a browser-test run.
+screenshots: browser-test
+	mkdir -p docs/img
+	cp build/screenshots/lecture_3_slider_moved.png docs/img/lecture-slider.png
+	cp build/screenshots/student_1_check_fails.png docs/img/student-check-fails.png
+	cp build/screenshots/student_2_check_passes.png docs/img/student-check-passes.png
+	cp build/screenshots/formgrader_3_submissions.png docs/img/formgrader.png
+	cp build/screenshots/report_1_top.png docs/img/class-report.png
 
 ## Time to autograde one submission of each assignment (target: under 60 s on 2 cores).
 bench: $(STAMP)

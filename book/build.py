@@ -35,8 +35,9 @@ STAGE = BUILD / "site-src"
 SITE = BUILD / "site"
 CELL_TIMEOUT = 180
 
-# Code that a notebook's outputs depend on: a change to any of it re-executes the notebooks.
-CODE = [LECTURES / "toolkit", REPO / "solutions", REPO / "grader" / "checks"]
+# Code that the notebooks' outputs depend on: a change to any of it re-executes them.
+LECTURE_CODE = [LECTURES / "toolkit", REPO / "solutions"]
+SOLUTION_CODE = [REPO / "solutions", REPO / "grader"]
 
 
 def lectures() -> list[Path]:
@@ -47,13 +48,12 @@ def assignments() -> list[Path]:
     return sorted(p for p in ASSIGNMENTS.glob("*/*.ipynb") if p.stem == p.parent.name)
 
 
-def _newest_code() -> float:
-    return max(p.stat().st_mtime for folder in CODE for p in folder.rglob("*.py"))
-
-
-def _fresh(executed: Path, source: Path) -> bool:
-    return (executed.exists()
-            and executed.stat().st_mtime > max(source.stat().st_mtime, _newest_code()))
+def _fresh(executed: Path, source: Path, code: list[Path]) -> bool:
+    """Whether `executed` is newer than its source notebook and every .py file in `code`."""
+    if not executed.exists():
+        return False
+    newest = max(p.stat().st_mtime for folder in code for p in folder.rglob("*.py"))
+    return executed.stat().st_mtime > max(source.stat().st_mtime, newest)
 
 
 def execute_lecture(path: Path) -> Path:
@@ -62,7 +62,7 @@ def execute_lecture(path: Path) -> Path:
     from lectures.toolkit.execute import execute
 
     out = EXECUTED_LECTURES / path.name
-    if _fresh(out, path):
+    if _fresh(out, path, LECTURE_CODE):
         print(f"  {path.name}: up to date in {out.parent.relative_to(REPO)}/")
         return out
     nb, seconds = execute(path)
@@ -78,7 +78,7 @@ def execute_solution(path: Path) -> Path:
     from nbclient import NotebookClient
 
     out = EXECUTED_SOLUTIONS / path.name
-    if _fresh(out, path):
+    if _fresh(out, path, SOLUTION_CODE):
         print(f"  {path.name}: up to date in {out.parent.relative_to(REPO)}/")
         return out
     nb = nbformat.read(path, as_version=4)

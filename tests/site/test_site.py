@@ -1,0 +1,139 @@
+"""`make site`: every lecture and worked solution is a page, with its figures, and the contents
+page maps each lecture to its assignment.
+
+The build executes every lecture (with the lecture checks) and every source assignment, then
+runs Jupyter Book with Sphinx warnings as errors: a clean exit is itself part of the test.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import nbformat
+import pytest
+
+from grader.course import REPO
+
+pytestmark = pytest.mark.slow
+
+SITE = REPO / "build" / "site"
+EXECUTED = REPO / "build" / "lectures"
+LECTURES = sorted((REPO / "lectures").glob("*.ipynb"))
+ASSIGNMENTS = sorted(p.parent.name for p in (REPO / "assignments").glob("*/*.ipynb"))
+
+
+class Page(HTMLParser):
+    """The images, links and table rows of one HTML page."""
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self.rows: list[list[str]] = []  # the links in each table row
+        self.title = ""
+        self._in_title = False
+        self.feed(path.read_text())
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs.get("src", ""))
+        elif tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+            if self.rows:
+                self.rows[-1].append(attrs["href"])
+        elif tag == "tr":
+            self.rows.append([])
+        elif tag == "title":
+            self._in_title = True
+
+    def handle_endtag(self, tag):
+        if tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data):
+        if self._in_title:
+            self.title += data
+
+
+def local_target(page: Path, href: str) -> Path | None:
+    """The file a relative link or image source points to (None for external and data URIs)."""
+    url = urlparse(href)
+    if url.scheme or url.netloc or not url.path:
+        return None
+    return (page.parent / unquote(url.path)).resolve()
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    done = subprocess.run([sys.executable, "book/build.py"], cwd=REPO, capture_output=True,
+                          text=True, timeout=1500)
+    assert done.returncode == 0, f"make site failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    assert (SITE / "index.html").exists()
+    return SITE
+
+
+def figures(nb) -> int:
+    return sum("image/png" in out.get("data", {}) or "image/svg+xml" in out.get("data", {})
+               for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs)
+
+
+@pytest.mark.parametrize("lecture", LECTURES, ids=[p.stem for p in LECTURES])
+def test_every_lecture_is_a_page_with_its_figures(site, lecture):
+    page_path = site / "lectures" / f"{lecture.stem}.html"
+    assert page_path.exists(), f"no page for {lecture.name}"
+    page = Page(page_path)
+    heading = nbformat.read(lecture, as_version=4).cells[0].source.splitlines()[0]
+    assert heading.lstrip("# ").replace("`", "") in page.title
+
+    expected = figures(nbformat.read(EXECUTED / lecture.name, as_version=4))
+    assert expected > 0, f"{lecture.name} draws no figure?"
+    shown = []
+    for src in page.images:
+        if src.startswith("data:image/"):
+            shown.append(src)
+            continue
+        target = local_target(page_path, src)
+        if target is not None and target.suffix in {".png", ".svg"}:
+            assert target.exists() and target.stat().st_size > 1000, f"{src} is missing or empty"
+            shown.append(src)
+    assert len(shown) >= expected, (f"{lecture.name} drew {expected} figures; "
+                                    f"its page shows {len(shown)}")
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_worked_solution_is_a_page(site, assignment):
+    page_path = site / "solutions" / f"{assignment}.html"
+    assert page_path.exists(), f"no worked solution page for {assignment}"
+    text = page_path.read_text()
+    assert "BEGIN SOLUTION" in text, "the worked solution should show the reference answers"
+    assert "Traceback" not in text, "a worked solution raised while the site was built"
+
+
+def test_contents_page_maps_lectures_to_assignments(site):
+    index = Page(site / "index.html")
+    rows = {}
+    for links in index.rows:
+        lectures = [h for h in links if h.startswith("lectures/")]
+        if lectures:
+            rows[Path(urlparse(lectures[0]).path).stem] = [
+                Path(urlparse(h).path).stem for h in links if h.startswith("solutions/")]
+    assert sorted(rows) == [p.stem for p in LECTURES], "every lecture, once, in the contents"
+    mapped = sorted(a for solutions in rows.values() for a in solutions)
+    assert mapped == ASSIGNMENTS, "every assignment, once, next to its lecture"
+    assert rows["04_self_attention"] == ["self_attention"]
+
+
+def test_internal_links_resolve(site):
+    broken = []
+    for page_path in site.rglob("*.html"):
+        page = Page(page_path)
+        for href in page.links + page.images:
+            target = local_target(page_path, href)
+            if target is not None and not target.exists():
+                broken.append(f"{page_path.relative_to(site)} -> {href}")
+    assert not broken, "\n".join(broken[:20])
