@@ -6,6 +6,7 @@ the course's submitted/ folder (the originals are never touched) and graded by n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -33,6 +34,9 @@ class Result:
     error: str | None = None  # why the submission could not be graded
     needs_manual: bool = False  # written answers wait for the instructor
     flags: list[dict] = field(default_factory=list)  # what the instructor should look at
+    skipped: bool = False  # graded in an earlier run and unchanged since
+    infrastructure: bool = False  # the error was the grader's, not the student's
+    seconds: float = 0.0  # time to execute the notebook
 
     @property
     def status(self) -> str:
@@ -78,7 +82,7 @@ def _scores(course: Course, assignment: str, student: str) -> dict:
 
 
 def _is_released(course: Course, assignment: str) -> bool:
-    if not (course.root / "gradebook.db").exists():
+    if not course.has_gradebook:
         return False
     with Gradebook(course.db_url, COURSE_ID) as gb:
         try:
@@ -89,39 +93,142 @@ def _is_released(course: Course, assignment: str) -> bool:
 
 
 def autograde(course: Course, assignment: str, submissions: Path, progress=print,
-              limits: dict | None = None) -> list[Result]:
+              limits: dict | None = None, workers: int | None = None,
+              scheduler: str | None = None, force: bool = False) -> list[Result]:
     """Grade every student in `submissions`; returns one Result per student folder.
 
+    Notebooks execute in parallel: `workers` processes here (default: one per core), or the
+    Dask cluster at `scheduler`; the gradebook is written by this process alone. Submissions
+    graded before and unchanged since are skipped unless `force`.
     limits: overrides of grader.sandbox.session.Limits (cell_timeout, memory_bytes, ...).
     """
+    from grader.parallel import Task, fingerprint, folder_files, make_pool
+    from grader.sandbox.execute import PRECOMPUTED
+
     found = find_submissions(Path(submissions), assignment)
     if not _is_released(course, assignment):
         progress(f"{assignment} was not released yet: releasing it first")
         release(course, assignment)
     api = api_for(course, limits=limits)
-    results = []
+    before = load_status(course, assignment)
+    results: dict[str, Result] = {}
+    tasks: dict[str, Task] = {}
+    hashes: dict[str, str] = {}
+    released = folder_files(course.release / assignment)
+    sources = {n: (course.source / assignment / f"{n}.ipynb").read_text()
+               for n in course.notebooks(assignment)}
     for student, folder in found.items():
-        results.append(grade_one(course, api, assignment, student, folder))
-        progress(f"  {student:<12} {_line(results[-1])}")
-    save_status(course, assignment, results)
-    return results
-
-
-def grade_one(course: Course, api, assignment: str, student: str, folder) -> Result:
-    """One student's submission: copied, checked, graded. Never raises for a bad submission."""
-    flags_path(course.root, assignment, student).unlink(missing_ok=True)
-    error = folder if isinstance(folder, str) else None
-    if error is None:
+        if isinstance(folder, str):
+            results[student] = _error_result(course, assignment, student, folder)
+            continue
+        hashes[student] = fingerprint(folder)
+        old = before.get(student, {})
+        if not force and old.get("hash") == hashes[student] and not old.get("error") \
+                and _has_submission(course, assignment, student):
+            results[student] = Result(student, flags=old.get("flags", []), skipped=True,
+                                      **_scores(course, assignment, student))
+            continue
+        flags_path(course.root, assignment, student).unlink(missing_ok=True)
         try:
             error = _copy_and_check(course, assignment, student, folder)
-            if error is None:
-                result = api.autograde(assignment, student, force=True, create=True)
-                if not result.get("success"):
-                    error = reason(result)
-        except Exception as e:  # the grader's own failure: reported, never the batch's end
-            error = f"could not be graded: {type(e).__name__}: {e}"
+        except Exception as e:
+            error = f"could not be read: {type(e).__name__}: {e}"
+        if error:
+            results[student] = _error_result(course, assignment, student, error)
+        else:
+            tasks[student] = Task(assignment, student, folder_files(folder), released, sources,
+                                  dict(limits or {}))
+    skipped = sum(r.skipped for r in results.values())
+    if skipped:
+        progress(f"  {skipped} unchanged submission(s) already graded: skipped (--force "
+                 "grades them again)")
+    total, count = len(tasks), 0
+    pool = make_pool(workers, scheduler) if tasks else None
+    if pool is not None and total:
+        where = f"Dask cluster {scheduler}" if scheduler else f"{pool.workers} process(es)"
+        progress(f"  executing {total} submission(s) on {where}")
+    attempts = {student: 0 for student in tasks}
+    running = {}
+
+    def submit(student):
+        attempts[student] += 1
+        running[pool.submit(tasks[student])] = student
+
+    try:
+        for student in tasks:
+            submit(student)
+        while running:
+            try:
+                finished = pool.done(set(running))
+            except Exception as e:  # the pool itself broke: start a new one, resubmit
+                progress(f"  worker pool failed ({type(e).__name__}: {e}); restarting it")
+                pool.close()
+                pool = make_pool(workers, scheduler)
+                waiting, running = list(running.values()), {}
+                for student in waiting:
+                    submit(student)
+                continue
+            for future in finished:
+                student = running.pop(future)
+                try:
+                    outcome = future.result()
+                except Exception as e:  # infrastructure, not the student: try again
+                    if attempts[student] < MAX_ATTEMPTS:
+                        progress(f"  {student}: {type(e).__name__} ({e}); retrying")
+                        with contextlib.suppress(Exception):
+                            submit(student)
+                            continue
+                    results[student] = _error_result(
+                        course, assignment, student,
+                        f"not graded: the grading machinery failed {attempts[student]} times "
+                        f"({type(e).__name__}: {e}); this is not the student's fault, run "
+                        "autograde again to retry", infrastructure=True)
+                else:
+                    add_flags(course.root, assignment, student, "(execution)",
+                              outcome["flags"])
+                    for name, nb_json in outcome["notebooks"].items():
+                        PRECOMPUTED[(assignment, student, name)] = {"notebook": nb_json}
+                    results[student] = record(course, api, assignment, student)
+                    results[student].seconds = outcome["seconds"]
+                count += 1
+                progress(f"  [{count}/{total}] {student:<12} {_line(results[student])}")
+    finally:
+        if pool is not None:
+            pool.close()
+    ordered = [results[s] for s in found]
+    save_status(course, assignment, ordered, hashes)
+    return ordered
+
+
+MAX_ATTEMPTS = 3
+
+
+def record(course: Course, api, assignment: str, student: str) -> Result:
+    """nbgrader's autograde for one student (this process is the only gradebook writer)."""
+    error = None
+    try:
+        result = api.autograde(assignment, student, force=True, create=True)
+        if not result.get("success"):
+            error = reason(result)
+    except Exception as e:  # the grader's own failure: reported, never the batch's end
+        error = f"could not be graded: {type(e).__name__}: {e}"
     return Result(student, error=error, flags=read_flags(course.root, assignment, student),
                   **_scores(course, assignment, student))
+
+
+def _error_result(course, assignment, student, error, infrastructure=False) -> Result:
+    return Result(student, error=error, infrastructure=infrastructure,
+                  flags=read_flags(course.root, assignment, student),
+                  **_scores(course, assignment, student))
+
+
+def _has_submission(course: Course, assignment: str, student: str) -> bool:
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        try:
+            gb.find_submission(assignment, student)
+            return True
+        except MissingEntry:
+            return False
 
 
 def _copy_and_check(course: Course, assignment: str, student: str, folder: Path) -> str | None:
@@ -150,13 +257,25 @@ def status_path(course: Course, assignment: str) -> Path:
     return course.root / "status" / f"{assignment}.json"
 
 
-def save_status(course: Course, assignment: str, results: list[Result]) -> Path:
+def load_status(course: Course, assignment: str) -> dict:
+    path = status_path(course, assignment)
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def save_status(course: Course, assignment: str, results: list[Result],
+                hashes: dict[str, str] | None = None) -> Path:
     """Record every student's outcome of the last autograde run (read back by the report)."""
     path = status_path(course, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
-    old = json.loads(path.read_text()) if path.exists() else {}
-    old.update({r.student: {"auto_score": r.auto_score, "auto_max": r.auto_max,
-                            "error": r.error, "flags": r.flags} for r in results})
+    old = load_status(course, assignment)
+    for r in results:
+        entry = {"auto_score": r.auto_score, "auto_max": r.auto_max, "error": r.error,
+                 "flags": r.flags, "seconds": round(r.seconds, 3)}
+        if r.skipped:
+            entry["hash"] = old.get(r.student, {}).get("hash")
+        elif hashes and r.student in hashes and not r.error:
+            entry["hash"] = hashes[r.student]
+        old[r.student] = entry
     path.write_text(json.dumps(old, indent=1, sort_keys=True))
     return path
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -11,7 +12,10 @@ from grader.course import DEFAULT_COURSE, Course
 
 
 def _course(args) -> Course:
-    return Course(Path(args.course).resolve()) if args.course else DEFAULT_COURSE
+    course = Course(Path(args.course).resolve()) if args.course else DEFAULT_COURSE
+    if getattr(args, "db", None):
+        course = dataclasses.replace(course, db=args.db)
+    return course
 
 
 def cmd_release(args) -> int:
@@ -31,13 +35,17 @@ def cmd_autograde(args) -> int:
                                 ("memory_bytes", args.memory)) if v is not None}
     print(f"Autograding {args.assignment} from {args.submissions}")
     start = time.monotonic()
-    results = autograde(_course(args), args.assignment, Path(args.submissions), limits=limits)
+    results = autograde(_course(args), args.assignment, Path(args.submissions), limits=limits,
+                        workers=args.workers, scheduler=args.scheduler, force=args.force)
     errors = [r for r in results if r.error]
+    infra = [r for r in errors if r.infrastructure]
     flagged = [r for r in results if r.flags]
-    print(f"{len(results) - len(errors)} graded, {len(errors)} could not be graded (listed "
-          f"above with the reason), {len(flagged)} flagged for review, in "
+    skipped = [r for r in results if r.skipped]
+    print(f"Summary: {len(results) - len(errors) - len(skipped)} graded, {len(skipped)} "
+          f"unchanged and skipped, {len(errors)} could not be graded ({len(infra)} of them by "
+          f"a failure of the grader, to retry), {len(flagged)} flagged for review; "
           f"{time.monotonic() - start:.0f} s.")
-    return 0
+    return 1 if infra else 0
 
 
 def _bytes(text: str) -> int:
@@ -106,6 +114,8 @@ def cmd_lab(args) -> int:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     p.add_argument("--course", help="nbgrader course directory (default: build/course)")
+    p.add_argument("--db", help="gradebook database URL, e.g. postgresql://user@host/grades "
+                                "(default: sqlite in the course directory)")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("release", help="make student versions of assignments")
@@ -121,6 +131,12 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--notebook-timeout", type=float,
                    help="seconds a whole notebook may run (default 900)")
     s.add_argument("--memory", type=_bytes, help="memory per submission, e.g. 4G (default 6G)")
+    s.add_argument("--workers", type=int,
+                   help="notebooks executed at once on this machine (default: one per core)")
+    s.add_argument("--scheduler", help="tcp://HOST:PORT of a Dask scheduler: execute the "
+                                       "notebooks on that cluster instead")
+    s.add_argument("--force", action="store_true",
+                   help="grade again submissions that are unchanged since the last run")
     s.set_defaults(run=cmd_autograde)
 
     s = sub.add_parser("feedback", help="feedback HTML for autograded students")

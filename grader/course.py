@@ -49,6 +49,7 @@ class Course:
 
     root: Path
     source: Path = REPO / "assignments"
+    db: str | None = None  # a database URL for the gradebook; default: SQLite in root
 
     @property
     def release(self) -> Path:
@@ -73,8 +74,12 @@ class Course:
         return self.root / "exchange"
 
     @property
+    def has_gradebook(self) -> bool:
+        return self.db is not None or (self.root / "gradebook.db").exists()
+
+    @property
     def db_url(self) -> str:
-        return f"sqlite:///{self.root / 'gradebook.db'}"
+        return self.db or f"sqlite:///{self.root / 'gradebook.db'}"
 
     def prepare(self) -> Course:
         """Create the directory skeleton and link `source` to the assignments."""

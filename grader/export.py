@@ -12,7 +12,7 @@ from grader.course import COURSE_ID, Course, setup_process
 
 def export(course: Course, to: Path) -> Path:
     setup_process()
-    if not (course.root / "gradebook.db").exists():
+    if not course.has_gradebook:
         raise FileNotFoundError(f"no gradebook in {course.root}: autograde something first")
     to = Path(to)
     to.parent.mkdir(parents=True, exist_ok=True)

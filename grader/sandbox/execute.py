@@ -17,6 +17,10 @@ from grader.sandbox.judge import Judge
 from grader.sandbox.scan import scan
 from grader.sandbox.session import Limits
 
+# Executed notebooks computed elsewhere (a process pool or a Dask worker, see grader.parallel),
+# keyed by (assignment, student, notebook): {"notebook": JSON, "flags": [...]}.
+PRECOMPUTED: dict[tuple[str, str, str], dict] = {}
+
 # Names a student's files may not take: they would shadow the packages the notebook imports.
 PROTECTED = {"grader", "solutions", "torch", "numpy", "IPython", "nbgrader", "math"}
 
@@ -41,7 +45,8 @@ def read_flags(course_root, assignment: str, student: str) -> list[dict]:
     path = flags_path(course_root, assignment, student)
     if not path.exists():
         return []
-    return [f for flags in json.loads(path.read_text()).values() for f in flags]
+    flags = [f for fs in json.loads(path.read_text()).values() for f in fs]
+    return [f for i, f in enumerate(flags) if f not in flags[:i]]
 
 
 class _CourseStep(NbGraderPreprocessor):
@@ -145,6 +150,9 @@ class JudgedExecute(_CourseStep):
 
     def preprocess(self, nb, resources):
         assignment, student, notebook = self._where(resources)
+        done = PRECOMPUTED.pop((assignment, student, notebook), None)
+        if done is not None and _take_outputs(nb, nbformat.reads(done["notebook"], as_version=4)):
+            return nb, resources
         released = self._released(resources)
         for cell in nb.cells:
             if cell.cell_type == "code" and not _is_test(cell.metadata.get("nbgrader", {})):
@@ -193,6 +201,18 @@ class JudgedExecute(_CourseStep):
                            "released file; the instructor's copy was used")
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest)
+
+
+def _take_outputs(nb, executed) -> bool:
+    """Copy the outputs of `executed` onto `nb` if it is the same notebook, cell for cell."""
+    if len(nb.cells) != len(executed.cells) or any(
+            a.cell_type != b.cell_type or a.source != b.source
+            for a, b in zip(nb.cells, executed.cells, strict=True)):
+        return False
+    for a, b in zip(nb.cells, executed.cells, strict=True):
+        if a.cell_type == "code":
+            a.outputs, a.execution_count = b.outputs, b.execution_count
+    return True
 
 
 def _setup_source(released) -> str | None:

@@ -68,9 +68,12 @@ def zygote() -> Zygote:
     return _zygote
 
 
+WALL_FACTOR = 3  # wall-clock cap of a cell, in multiples of its CPU-time budget
+
+
 @dataclass
 class Limits:
-    cell_timeout: float = 120.0  # seconds one cell (or one call from a test) may take
+    cell_timeout: float = 120.0  # CPU seconds one cell (or one call from a test) may take
     notebook_timeout: float = 900.0  # seconds for the whole notebook
     memory_bytes: int = 6 * 2**30  # address space of the student's process
     max_processes: int = 64  # processes the student's code may start (when enforceable)
@@ -113,6 +116,7 @@ class Session:
     deadline: float = 0.0  # time.monotonic() by which the whole notebook must be done
     pid: int | None = None
     exit_code: int | None = None
+    killed: bool = False  # by us: whatever its state, it is finished
     conn: object = None
     killed_for: str | None = None
 
@@ -135,7 +139,7 @@ class Session:
 
     @property
     def alive(self) -> bool:
-        if self.pid is None or self.exit_code is not None:
+        if self.pid is None or self.exit_code is not None or self.killed:
             return False
         self.exit_code = zygote().exit_code(self.pid)
         return self.exit_code is None
@@ -145,17 +149,9 @@ class Session:
         if not self.alive:
             raise WorkerDied(self.killed_for or "the notebook's process is not running", "crash")
         timeout = self.limits.cell_timeout if timeout is None else timeout
-        remaining = self.deadline - time.monotonic()
-        limit, kind = min(timeout, remaining), ("timeout" if timeout <= remaining else "notebook")
         try:
             self.conn.send_bytes(codec.dumps(message))
-            if not self.conn.poll(max(limit, 0.0)):
-                self.kill()
-                why = (f"it ran longer than the {timeout:g} s allowed per cell"
-                       if kind == "timeout" else
-                       f"the notebook ran past its {self.limits.notebook_timeout:g} s limit")
-                self.killed_for = f"stopped: {why}"
-                raise WorkerDied(self.killed_for, "timeout")
+            self._wait_for_answer(timeout)
             data = self.conn.recv_bytes(codec.MAX_MESSAGE)
         except (EOFError, BrokenPipeError, ConnectionResetError):
             raise WorkerDied(self._death(), self._death_kind()) from None
@@ -175,6 +171,37 @@ class Session:
                               str(err.get("evalue", ""))[:2000],
                               [str(x)[:2000] for x in err.get("traceback", [])][:20])
         return reply
+
+    def _wait_for_answer(self, timeout: float) -> None:
+        """Wait until the answer is there, or kill the worker and raise WorkerDied.
+
+        The cell's budget is CPU time of the student's process, so a busy machine (other
+        submissions graded beside it) does not eat into it; a wall-clock cap of WALL_FACTOR
+        times the budget still stops code that sleeps or blocks.
+        """
+        cpu0, start = self._cpu_seconds(), time.monotonic()
+        while not self.conn.poll(min(0.5, max(self.deadline - time.monotonic(), 0.0))):
+            wall = time.monotonic() - start
+            why = None
+            if time.monotonic() >= self.deadline:
+                why = f"the notebook ran past its {self.limits.notebook_timeout:g} s limit"
+            elif self._cpu_seconds() - cpu0 > timeout:
+                why = f"it ran longer than the {timeout:g} s of CPU time allowed per cell"
+            elif wall > timeout * WALL_FACTOR:
+                why = (f"it ran longer than {timeout * WALL_FACTOR:g} s (waiting or sleeping; "
+                       f"{timeout:g} s allowed per cell)")
+            if why:
+                self.kill()
+                self.killed_for = f"stopped: {why}"
+                raise WorkerDied(self.killed_for, "timeout")
+
+    def _cpu_seconds(self) -> float:
+        try:
+            text = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return 0.0
+        fields = text[text.rindex(")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def _wait(self, seconds: float = 2.0) -> int | None:
         end = time.monotonic() + seconds
@@ -211,6 +238,7 @@ class Session:
                 os.kill(other, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+        self.killed = True
 
     def close(self) -> None:
         self.kill()
