@@ -37,6 +37,7 @@ class Result:
     skipped: bool = False  # graded in an earlier run and unchanged since
     infrastructure: bool = False  # the error was the grader's, not the student's
     seconds: float = 0.0  # time to execute the notebook
+    executed_by: str = ""  # host:pid of the process that executed it
 
     @property
     def status(self) -> str:
@@ -120,6 +121,7 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
     for student, folder in found.items():
         if isinstance(folder, str):
             results[student] = _error_result(course, assignment, student, folder)
+            progress(f"  {student:<12} {_line(results[student])}")
             continue
         hashes[student] = fingerprint(folder)
         old = before.get(student, {})
@@ -135,6 +137,7 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
             error = f"could not be read: {type(e).__name__}: {e}"
         if error:
             results[student] = _error_result(course, assignment, student, error)
+            progress(f"  {student:<12} {_line(results[student])}")
         else:
             tasks[student] = Task(assignment, student, folder_files(folder), released, sources,
                                   dict(limits or {}))
@@ -190,6 +193,7 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
                         PRECOMPUTED[(assignment, student, name)] = {"notebook": nb_json}
                     results[student] = record(course, api, assignment, student)
                     results[student].seconds = outcome["seconds"]
+                    results[student].executed_by = outcome["executed_by"]
                 count += 1
                 progress(f"  [{count}/{total}] {student:<12} {_line(results[student])}")
     finally:

@@ -59,7 +59,7 @@ def _write(root: Path, files: dict[str, bytes]) -> None:
 
 def execute(task: Task) -> dict:
     """Execute each notebook of one submission. Returns {"notebooks": {name: executed notebook
-    JSON}, "flags": [...], "seconds": wall time, "host": hostname}."""
+    JSON}, "flags": [...], "seconds": wall time, "executed_by": "host:pid"}."""
     from grader.sandbox.execute import JudgedExecute, RestoreCells, read_flags
 
     start = time.monotonic()
@@ -86,7 +86,7 @@ def execute(task: Task) -> dict:
             executed[name] = nbformat.writes(nb)
         flags = read_flags(root, task.assignment, task.student)
     return {"notebooks": executed, "flags": flags, "seconds": time.monotonic() - start,
-            "host": os.uname().nodename}
+            "executed_by": f"{os.uname().nodename}:{os.getpid()}"}
 
 
 def overwrite_locked(nb, source) -> None:

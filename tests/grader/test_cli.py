@@ -41,7 +41,7 @@ def test_instructor_workflow_through_the_cli(tmp_path):
     assert "alice        15 / 15 autograded" in done.stdout
     mallory = next(line for line in done.stdout.splitlines() if "mallory" in line)
     assert "ERROR" in mallory and "soft_select.ipynb" in mallory
-    assert "2 graded, 1 could not be graded" in done.stdout
+    assert "Summary: 2 graded, 0 unchanged and skipped, 1 could not be graded" in done.stdout
     assert done.stderr.strip() == "", f"noise on stderr: {done.stderr}"
 
     done = grader("--course", str(course), "feedback", "soft_select", "--to",

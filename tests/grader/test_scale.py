@@ -1,0 +1,167 @@
+"""Grading at scale: the same class graded one at a time, by a local process pool, on a real
+Dask cluster (a scheduler and two workers on loopback) and with a PostgreSQL gradebook must give
+identical grades; an unchanged submission is not graded twice."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook
+
+from grader.autograde import autograde
+from grader.course import COURSE_ID, REPO, Course
+from grader.demo.sample_class import SAMPLE_CLASSES, write_class
+from grader.release import release
+
+pytestmark = pytest.mark.slow
+ASSIGNMENT = "soft_select"
+REQUIRED = os.environ.get("GRADER_REQUIRE_SERVICES") == "1"  # set by .ci/run
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def submissions(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("class")
+    course = Course(tmp / "course")
+    released = release(course, ASSIGNMENT) / f"{ASSIGNMENT}.ipynb"
+    return write_class(course.source / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", released,
+                       SAMPLE_CLASSES[ASSIGNMENT], tmp / "subs", ASSIGNMENT)
+
+
+def grades(course: Course) -> dict:
+    """{student: {test: points}} straight from the gradebook."""
+    out = {}
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        for student in gb.students:
+            sub = gb.find_submission(ASSIGNMENT, student.id)
+            out[student.id] = {g.name: g.score for nb in sub.notebooks for g in nb.grades}
+    return out
+
+
+@pytest.fixture(scope="module")
+def sequential(submissions, tmp_path_factory) -> Course:
+    course = Course(tmp_path_factory.mktemp("seq") / "course")
+    results = autograde(course, ASSIGNMENT, submissions, progress=lambda _: None, workers=1)
+    assert not [r for r in results if r.error]
+    return course
+
+
+def test_a_process_pool_gives_the_same_grades(sequential, submissions, tmp_path):
+    course = Course(tmp_path / "course")
+    lines = []
+    results = autograde(course, ASSIGNMENT, submissions, progress=lines.append, workers=2)
+    assert not [r for r in results if r.error]
+    assert any("on 2 process(es)" in line for line in lines)
+    assert grades(course) == grades(sequential)
+
+
+def test_a_rerun_skips_unchanged_submissions_and_force_regrades(sequential, submissions):
+    lines = []
+    again = autograde(sequential, ASSIGNMENT, submissions, progress=lines.append, workers=1)
+    assert all(r.skipped for r in again), lines
+    assert [r.auto_score for r in again] == [r.auto_score for r in again if r.skipped]
+    forced = autograde(sequential, ASSIGNMENT, submissions, progress=lambda _: None,
+                       workers=1, force=True)
+    assert not any(r.skipped for r in forced)
+
+
+def test_a_changed_submission_is_graded_again(sequential, submissions, tmp_path):
+    changed = tmp_path / "subs"
+    shutil.copytree(submissions, changed)
+    nb = changed / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb.write_text(nb.read_text().replace("Write", "write"))
+    results = {r.student: r for r in autograde(sequential, ASSIGNMENT, changed,
+                                                progress=lambda _: None, workers=1)}
+    assert not results["bob"].skipped
+    assert results["alice"].skipped
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    dask = Path(sys.executable).with_name("dask")
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    procs = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port",
+                               str(port), "--no-dashboard"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)]
+    try:
+        from distributed import Client
+
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client = Client(address, timeout="2s")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        for _ in range(2):
+            procs.append(subprocess.Popen(
+                [str(dask), "worker", address, "--nthreads", "1", "--no-nanny",
+                 "--no-dashboard", "--host", "127.0.0.1"], cwd=REPO,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        client.wait_for_workers(2, timeout=120)
+        workers = set(client.run(os.getpid).values())
+        client.close()
+        yield address, workers
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def test_a_dask_cluster_gives_the_same_grades(sequential, submissions, dask_cluster,
+                                              tmp_path):
+    address, worker_pids = dask_cluster
+    course = Course(tmp_path / "course")
+    results = autograde(course, ASSIGNMENT, submissions, progress=lambda _: None,
+                        scheduler=address)
+    assert not [r for r in results if r.error]
+    ran_on = {int(r.executed_by.split(":")[1]) for r in results}
+    assert ran_on <= worker_pids, f"executed by {ran_on}, the cluster's workers are {worker_pids}"
+    assert len(ran_on) == 2, "both workers should have taken submissions"
+    assert grades(course) == grades(sequential)
+
+
+@pytest.fixture
+def postgres_url():
+    base = os.environ.get("GRADER_POSTGRES_URL")
+    if not base:
+        if REQUIRED:
+            pytest.fail("GRADER_POSTGRES_URL is not set, but .ci/run requires the PostgreSQL test")
+        pytest.skip("no PostgreSQL server: set GRADER_POSTGRES_URL (.ci/run starts one)")
+    import psycopg
+
+    name = f"grades_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    yield base.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_a_postgresql_gradebook_gives_the_same_grades(sequential, submissions, postgres_url,
+                                                      tmp_path):
+    course = Course(tmp_path / "course", db=postgres_url)
+    results = autograde(course, ASSIGNMENT, submissions, progress=lambda _: None, workers=2)
+    assert not [r for r in results if r.error]
+    assert grades(course) == grades(sequential)
+    assert not (tmp_path / "course" / "gradebook.db").exists(), "SQLite was used instead"
