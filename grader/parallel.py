@@ -100,9 +100,12 @@ def overwrite_locked(nb, source) -> None:
 
 
 def _pool_init():
+    import torch
+
     from grader.course import setup_process
 
     setup_process()
+    torch.set_num_threads(1)  # one pool process per core already
 
 
 class LocalPool:

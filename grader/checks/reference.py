@@ -48,10 +48,17 @@ def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output"
     if len(got) != len(expected):
         raise CheckFailure(f"{what} returned {len(got)} value(s), expected {len(expected)}: "
                            f"{', '.join(names)}")
-    causes = likely_causes(*inputs) if likely_causes else {}
     for i, (name, g, e) in enumerate(zip(names, got, expected, strict=True)):
-        wrong = {c: _as_tuple(out)[i] for c, out in causes.items()}
-        expect_close(g, e, f"{what}: {name} ({_describe(inputs, case)})", likely_causes=wrong)
+        label = f"{what}: {name} ({_describe(inputs, case)})"
+        try:
+            expect_close(g, e, label)
+        except CheckFailure:
+            if not likely_causes:
+                raise
+            # Only now work out the common mistakes' outputs, to name the likely one.
+            wrong = {c: _as_tuple(out)[i] for c, out in likely_causes(*inputs).items()}
+            expect_close(g, e, label, likely_causes=wrong)
+            raise
 
 
 def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
