@@ -205,6 +205,12 @@ def test_formgrader_shows_the_sample_class(page, lab_url, sample_class, shots):
     formgrader = page.frame_locator("iframe").first
     row = formgrader.locator("tr", has_text="self_attention")
     expect(row).to_contain_text(str(len(students)))  # submissions
+    # `make lab` released the student versions of every assignment (the demo only one).
+    course = sample_class / "course"
+    for assignment in sorted(p.name for p in course.joinpath("source").iterdir()
+                             if list(p.glob("*.ipynb"))):
+        expect(formgrader.locator("table")).to_contain_text(assignment)
+        assert (course / "release" / assignment / f"{assignment}.ipynb").exists(), assignment
     page.screenshot(path=shots / "formgrader_1_assignments.png")
 
     formgrader.get_by_role("link", name="Manage Students").click()
