@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,14 @@ from grader.course import Course, nbgrader_config
 
 c = get_config()  # noqa: F821
 c.merge(nbgrader_config(Course(Path({root!r}))))
+# The assignment list (the student's side): "Fetch" puts a copy here, not in the repository.
+c.Exchange.assignment_dir = {student!r}
 '''
+
+
+def student_dir(course: Course) -> Path:
+    """Where the assignment list fetches to: build/student for the course in build/course."""
+    return course.root.parent / "student"
 
 
 def write_config(course: Course = DEFAULT_COURSE, folder: Path | None = None) -> Path:
@@ -25,14 +33,18 @@ def write_config(course: Course = DEFAULT_COURSE, folder: Path | None = None) ->
     course.prepare()
     folder = folder or REPO / "build" / "jupyter"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "nbgrader_config.py").write_text(CONFIG.format(root=str(course.root)))
+    student_dir(course).mkdir(parents=True, exist_ok=True)  # the assignment list needs it
+    (folder / "nbgrader_config.py").write_text(
+        CONFIG.format(root=str(course.root), student=str(student_dir(course))))
     return folder
 
 
 def release_for_students(course: Course = DEFAULT_COURSE) -> list[str]:
-    """Release (student versions in course/release/) every assignment whose release is missing
-    or older than its source notebooks; return the names released."""
-    from grader.course import setup_process
+    """Release every assignment whose student version (course/release/) is missing or older
+    than its source notebooks, and publish it to the course's exchange, where the assignment
+    list finds it; return the names released."""
+    from grader.course import COURSE_ID, setup_process
+    from grader.nbgrader_api import api_for, ok
     from grader.release import release
 
     setup_process()
@@ -40,10 +52,14 @@ def release_for_students(course: Course = DEFAULT_COURSE) -> list[str]:
     for assignment in course.assignments():
         sources = list((course.source / assignment).glob("*.ipynb"))
         copies = list((course.release / assignment).glob("*.ipynb"))
+        outbound = course.exchange / COURSE_ID / "outbound" / assignment
         if len(copies) < len(sources) or (
                 min(p.stat().st_mtime for p in copies) < max(p.stat().st_mtime for p in sources)):
             release(course, assignment)
+            shutil.rmtree(outbound, ignore_errors=True)
             released.append(assignment)
+        if not outbound.exists():
+            ok(api_for(course).release_assignment(assignment), f"publishing {assignment}")
     return released
 
 

@@ -194,6 +194,25 @@ def test_student_sees_which_checks_pass_and_why_one_fails(page, lab_url, sample_
     page.screenshot(path=shots / "student_2_check_passes.png")
 
 
+def test_student_fetches_an_assignment_from_the_list(page, lab_url, sample_class, shots):
+    fetched = sample_class / "student" / "self_attention"  # where `make lab` has fetches go
+    shutil.rmtree(fetched, ignore_errors=True)
+    page.goto(f"{lab_url}/lab?reset")
+    page.wait_for_selector("#jp-main-statusbar")
+    page.get_by_role("menuitem", name="Nbgrader", exact=True).click()
+    page.get_by_role("menuitem", name=re.compile("^Assignment List")).click()
+    row = page.locator("#released_assignments_list .list_item", has_text="self_attention")
+    expect(row).to_be_visible()  # `make lab` published the release to the course's exchange
+    page.screenshot(path=shots / "assignment_list_1_released.png")
+
+    row.get_by_role("button", name="Fetch").click()
+    expect(page.locator("#fetched_assignments_list")).to_contain_text("self_attention")
+    page.screenshot(path=shots / "assignment_list_2_fetched.png")
+    student_copy = nbformat.read(fetched / "self_attention.ipynb", as_version=4)
+    assert not any("BEGIN SOLUTION" in c.source or "BEGIN HIDDEN TESTS" in c.source
+                   for c in student_copy.cells), "the student got the source, not the release"
+
+
 def test_formgrader_shows_the_sample_class(page, lab_url, sample_class, shots):
     from grader.demo.sample_class import SAMPLE_CLASSES
 
