@@ -60,6 +60,7 @@ screenshots: browser-test
 ## Time to autograde one submission of each assignment (target: under 60 s on 2 cores).
 bench: $(STAMP)
 	$(BIN)/python bench/autograde_one.py
+	$(BIN)/python bench/autograde_class.py
 
 ## The student edition: the grader (for `python -m grader check`) without the reference solutions.
 student-wheel: $(STAMP)

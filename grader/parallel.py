@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import tempfile
 import time
@@ -80,10 +81,10 @@ def execute(task: Task) -> dict:
                 if cell.cell_type == "code":
                     cell.outputs, cell.execution_count = [], None
             nb, resources = RestoreCells(course_root=str(root)).preprocess(nb, resources)
-            overwrite_locked(nb, nbformat.reads(source_json, as_version=4))
+            overwrite_locked(nb, nbformat.v4.reads(source_json))  # no schema check: ours
             step = JudgedExecute(course_root=str(root), limits=task.limits)
             nb, resources = step.preprocess(nb, resources)
-            executed[name] = nbformat.writes(nb)
+            executed[name] = json.dumps(nb)  # checked by nbgrader when it is recorded
         flags = read_flags(root, task.assignment, task.student)
     return {"notebooks": executed, "flags": flags, "seconds": time.monotonic() - start,
             "executed_by": f"{os.uname().nodename}:{os.getpid()}"}

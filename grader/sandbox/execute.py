@@ -4,6 +4,7 @@ the tests in the grader's process (see judge.py) instead of nbgrader's in-kernel
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import shutil
 import tempfile
@@ -60,12 +61,18 @@ class _CourseStep(NbGraderPreprocessor):
     def _released(self, resources):
         assignment, _, notebook = self._where(resources)
         path = Path(self.course_root) / "release" / assignment / f"{notebook}.ipynb"
-        return nbformat.read(path, as_version=4)
+        return copy.deepcopy(_read_released(str(path), path.stat().st_mtime_ns))
 
     def _flag(self, resources, kind, detail):
         assignment, student, notebook = self._where(resources)
         add_flags(self.course_root, assignment, student, notebook,
                   [{"kind": kind, "detail": detail}])
+
+
+@functools.lru_cache(maxsize=16)
+def _read_released(path: str, mtime_ns: int):
+    """The released notebook (read once per grading run, not once per student)."""
+    return nbformat.read(path, as_version=4)
 
 
 def _grade_id(cell):
@@ -151,7 +158,7 @@ class JudgedExecute(_CourseStep):
     def preprocess(self, nb, resources):
         assignment, student, notebook = self._where(resources)
         done = PRECOMPUTED.pop((assignment, student, notebook), None)
-        if done is not None and _take_outputs(nb, nbformat.reads(done["notebook"], as_version=4)):
+        if done is not None and _take_outputs(nb, nbformat.from_dict(json.loads(done["notebook"]))):
             return nb, resources
         released = self._released(resources)
         for cell in nb.cells:
