@@ -10,6 +10,7 @@ import contextlib
 import json
 import re
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -151,6 +152,7 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
         where = f"Dask cluster {scheduler}" if scheduler else f"{pool.workers} process(es)"
         progress(f"  executing {total} submission(s) on {where}")
     attempts = {student: 0 for student in tasks}
+    started = time.monotonic()
     running = {}
 
     def submit(student):
@@ -195,7 +197,10 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
                     results[student].seconds = outcome["seconds"]
                     results[student].executed_by = outcome["executed_by"]
                 count += 1
-                progress(f"  [{count}/{total}] {student:<12} {_line(results[student])}")
+                elapsed = time.monotonic() - started
+                eta = f", ~{elapsed / count * (total - count):.0f} s left" if count < total else ""
+                progress(f"  [{count}/{total} {count / total:4.0%}{eta}] {student:<12} "
+                         f"{_line(results[student])}")
     finally:
         if pool is not None:
             pool.close()

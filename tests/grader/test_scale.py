@@ -165,3 +165,54 @@ def test_a_postgresql_gradebook_gives_the_same_grades(sequential, submissions, p
     assert not [r for r in results if r.error]
     assert grades(course) == grades(sequential)
     assert not (tmp_path / "course" / "gradebook.db").exists(), "SQLite was used instead"
+
+
+class FlakyPool:
+    """A pool whose machinery fails: the first `failures` attempts of every student raise."""
+
+    workers = 1
+
+    def __init__(self, failures: int):
+        from grader.parallel import InProcess
+
+        self.inner, self.failures, self.attempts = InProcess(), failures, {}
+
+    def submit(self, task):
+        future = self.inner.submit(task)
+        n = self.attempts[task.student] = self.attempts.get(task.student, 0) + 1
+        future.fail = n <= self.failures
+        return future
+
+    def done(self, futures):
+        future = next(iter(futures))
+        if future.fail:
+            future.set_exception(ConnectionError("worker lost"))
+            return {future}
+        return self.inner.done({future})
+
+    def close(self):
+        pass
+
+
+def test_a_lost_worker_is_retried_not_a_zero(sequential, submissions, tmp_path, monkeypatch):
+    pool = FlakyPool(failures=1)
+    monkeypatch.setattr("grader.parallel.make_pool", lambda workers, scheduler: pool)
+    course = Course(tmp_path / "course")
+    lines = []
+    results = autograde(course, ASSIGNMENT, submissions, progress=lines.append)
+    assert not [r for r in results if r.error], lines
+    assert set(pool.attempts.values()) == {2}
+    assert grades(course) == grades(sequential)
+
+
+def test_machinery_that_keeps_failing_is_reported_as_the_graders_fault(submissions, tmp_path,
+                                                                       monkeypatch):
+    monkeypatch.setattr("grader.parallel.make_pool",
+                        lambda workers, scheduler: FlakyPool(failures=99))
+    course = Course(tmp_path / "course")
+    results = autograde(course, ASSIGNMENT, submissions, progress=lambda _: None)
+    assert all(r.infrastructure and "not the student's fault" in r.error for r in results)
+    monkeypatch.undo()  # the machinery works again
+    again = {r.student: r for r in autograde(course, ASSIGNMENT, submissions,
+                                              progress=lambda _: None, workers=1)}
+    assert not any(r.skipped or r.error for r in again.values()), "the rerun grades them"
