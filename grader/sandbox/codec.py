@@ -129,6 +129,15 @@ def decode_tensor(node: dict) -> torch.Tensor:
 
 def decode(node, from_ref, depth: int = 0):
     """The value a tree stands for; references become from_ref(Ref)."""
+    try:
+        return _decode(node, from_ref, depth)
+    except CodecError:
+        raise
+    except (ValueError, TypeError, RuntimeError, OverflowError) as e:  # well-formed JSON, bad data
+        raise CodecError(f"bad value in message: {type(e).__name__}: {e}") from None
+
+
+def _decode(node, from_ref, depth: int = 0):
     if depth > MAX_DEPTH:
         raise CodecError("value nested too deeply")
     if node is None or isinstance(node, (bool, int, float, str)):
@@ -143,13 +152,13 @@ def decode(node, from_ref, depth: int = 0):
     if kind == "ndarray":
         return decode_tensor(node).numpy()
     if kind in ("tuple", "list"):
-        items = [decode(v, from_ref, depth + 1) for v in _list(node.get("v"))]
+        items = [_decode(v, from_ref, depth + 1) for v in _list(node.get("v"))]
         return tuple(items) if kind == "tuple" else items
     if kind == "dict":
         v = node.get("v")
         if not isinstance(v, dict):
             raise CodecError("bad dict")
-        return {str(k): decode(x, from_ref, depth + 1) for k, x in v.items()}
+        return {str(k): _decode(x, from_ref, depth + 1) for k, x in v.items()}
     if kind == "int":
         return int(str(node.get("v")))
     if kind == "float":
@@ -177,8 +186,8 @@ def loads(data: bytes) -> dict:
         raise CodecError("message over the size limit")
     try:
         message = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CodecError(f"not a JSON message: {e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise CodecError(f"not a JSON message: {type(e).__name__}") from None
     if not isinstance(message, dict):
         raise CodecError("message is not an object")
     return message

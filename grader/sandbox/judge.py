@@ -27,6 +27,7 @@ from grader.sandbox.remote import Link, Remote
 from grader.sandbox.session import Limits, RemoteError, Session, WorkerDied
 
 MAX_RESTARTS = 3
+KEEP_CHARS = 50_000  # printed characters kept per cell in the graded notebook
 _BUILTINS = frozenset(vars(builtins))  # a student's `len` or `print` never replaces ours
 
 
@@ -58,9 +59,9 @@ class Judge:
         self.session.start()
         self.link = Link(self.session, on_output=self._collect)
 
-    def _collect(self, stdout: str, stderr: str) -> None:
+    def _collect(self, stdout, stderr) -> None:
         if self._printed is not None:
-            self._printed.append(stdout + stderr)
+            self._printed.append(_text(stdout) + _text(stderr))
 
     def _restart(self, upto: int) -> bool:
         """A fresh process with the worker cells before `upto` replayed; False if given up."""
@@ -122,15 +123,16 @@ class Judge:
             self.flag(e.kind, f"cell {index + 1}: {e}")
             cell.outputs = [_error("NotebookStopped", f"{e}")]
             return
-        cell.outputs = _streams(reply.get("stdout", ""), reply.get("stderr", ""))
-        if reply.get("error"):
-            err = reply["error"]
+        cell.outputs = _streams(_text(reply.get("stdout")), _text(reply.get("stderr")))
+        err = reply.get("error")
+        if isinstance(err, dict):
             if err.get("ename") == "MemoryError":
                 self.flag("memory", f"cell {index + 1}: ran out of memory (MemoryError)")
             cell.outputs.append(_error(str(err.get("ename", "Error"))[:100],
                                        str(err.get("evalue", ""))[:2000],
                                        [str(x) for x in err.get("traceback", [])][:20]))
-        for name in reply.get("bound", []):
+        bound = reply.get("bound")
+        for name in bound if isinstance(bound, list) else []:
             if isinstance(name, str) and name not in self.pinned:
                 self.bound[name] = (index, "worker")
 
@@ -210,9 +212,18 @@ def _is_test(cell) -> bool:
     return bool(nbg.get("grade")) and not nbg.get("solution")
 
 
+def _text(value, limit: int = KEEP_CHARS) -> str:
+    """Printed text from the student's process: a string, and not too much of it."""
+    if not isinstance(value, str):
+        return ""
+    if len(value) > limit:
+        return value[:limit] + f"\n[... {len(value) - limit} more characters not kept]\n"
+    return value
+
+
 def _streams(stdout: str, stderr: str) -> list:
     outputs = []
-    for name, text in (("stdout", stdout), ("stderr", stderr)):
+    for name, text in (("stdout", _text(stdout)), ("stderr", _text(stderr))):
         if text:
             outputs.append(nbformat.v4.new_output("stream", name=name, text=text))
     return outputs
