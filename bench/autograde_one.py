@@ -5,7 +5,9 @@ releases the notebook, writes a perfect submission, and times, in this one proce
 
   baseline   executing the source notebook (solutions + all tests) with nbclient alone,
   autograde  `grader.autograde` on the submission (nbgrader's full pipeline: sanitise,
-             restore test cells, execute in a fresh kernel, save grades);
+             restore test cells, execute with the student's code in a worker forked from a
+             pre-imported process and the tests in the grader, save grades). The first
+             assignment also pays for starting that process; the others reuse it;
 
 and prints both, their ratio (the grader's overhead), and the share of the 60 s budget.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import time
@@ -147,6 +148,7 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
         progress(f"  {skipped} unchanged submission(s) already graded: skipped (--force "
                  "grades them again)")
     total, count = len(tasks), 0
+    workers = min(workers or os.cpu_count() or 1, max(len(tasks), 1))  # no idle processes
     pool = make_pool(workers, scheduler) if tasks else None
     if pool is not None and total:
         where = f"Dask cluster {scheduler}" if scheduler else f"{pool.workers} process(es)"
