@@ -135,3 +135,41 @@ def test_a_hanging_cell_is_killed_within_its_timeout(session):
     with pytest.raises(WorkerDied, match="longer than"):
         session.request({"op": "run", "source": "while True:\n    pass"})
     assert not session.alive
+
+
+def test_limits_come_from_the_assignment_then_the_command_line():
+    import nbformat
+
+    from grader.sandbox.execute import JudgedExecute
+
+    nb = nbformat.v4.new_notebook(metadata={"grader": {"limits": {"cell_timeout": 300}}})
+    step = JudgedExecute(limits={"cell_timeout": 60, "memory_bytes": 2**31})
+    limits = step._limits(nb)
+    assert limits.cell_timeout == 300, "the assignment's own limit wins"
+    assert limits.memory_bytes == 2**31
+    assert JudgedExecute()._limits(nbformat.v4.new_notebook()) == Limits()
+
+
+def test_released_helper_files_replace_the_students_copies(tmp_path):
+    from grader.sandbox.execute import JudgedExecute, read_flags
+
+    root = tmp_path / "course"
+    release = root / "release" / "hw"
+    submitted = root / "submitted" / "ann" / "hw"
+    for folder in (release / "data", submitted / "data"):
+        folder.mkdir(parents=True)
+    (release / "data" / "table.csv").write_text("the instructor's table")
+    (release / "hw.ipynb").write_text("{}")
+    (submitted / "data" / "table.csv").write_text("a table made to pass")
+    (submitted / "notes.txt").write_text("mine")
+    (submitted / "torch.py").write_text("allclose = lambda *a: True")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    resources = {"nbgrader": {"assignment": "hw", "student": "ann", "notebook": "hw"}}
+    JudgedExecute(course_root=str(root))._fill_scratch(scratch, resources)
+    assert (scratch / "data" / "table.csv").read_text() == "the instructor's table"
+    assert (scratch / "notes.txt").read_text() == "mine"
+    assert not (scratch / "torch.py").exists()
+    assert not (scratch / "hw.ipynb").exists(), "no released notebook in the scratch folder"
+    kinds = {f["kind"] for f in read_flags(root, "hw", "ann")}
+    assert {"helper", "shadowing"} <= kinds
