@@ -1,7 +1,7 @@
 """`python -m grader check NOTEBOOK`: a student runs the visible tests and sees what passes.
 
-The notebook is executed in a fresh kernel (like the grader does), in memory: the file on disk
-is not changed.
+The notebook is executed in a fresh kernel, in memory: the file on disk is not changed. (The
+grader, unlike this check, runs the tests outside the student's process; see grader/sandbox.)
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def grade_sample_class(course: Course, assignment: str, out: Path, say):
     for notebook in course.notebooks(assignment):
         write_class(course.source / assignment / f"{notebook}.ipynb",
                     released / f"{notebook}.ipynb", students, submissions, assignment)
-    say(f"   autograding {len(students)} sample students (a fresh kernel each)")
+    say(f"   autograding {len(students)} sample students (each in its own confined process)")
     results = {r.student: r for r in autograde(course, assignment, submissions,
                                                progress=lambda line: say("  " + line))}
     pages = feedback(course, assignment, students=[s.id for s in students],
