@@ -91,7 +91,8 @@ def lab_url(sample_class, tmp_path_factory):
         (settings / name).write_text(json.dumps(values))
     port = free_port()
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-               JUPYTER_CONFIG_DIR=str(tmp / "config"),  # no user config of this machine
+               JUPYTER_CONFIG_DIR=str(tmp / "config"),  # no user config or kernels of
+               JUPYTER_DATA_DIR=str(tmp / "data"),  # this machine: the venv's python3 kernel
                JUPYTERLAB_SETTINGS_DIR=str(settings),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"))
     course = sample_class / "course"
