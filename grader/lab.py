@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -83,5 +82,10 @@ def lab(course: Course = DEFAULT_COURSE, extra_args: list[str] | None = None,
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI often run as root
         cmd.append("--ServerApp.allow_root=True")
     cmd += extra_args or []
-    print(f"JupyterLab on {REPO} (nbgrader course: {course.root}); Ctrl-C to stop.")
-    return subprocess.call(cmd, env=env)
+    print(f"JupyterLab on {REPO} (nbgrader course: {course.root}); Ctrl-C to stop.", flush=True)
+    # Become the server (exec), rather than wait for it as a child: whoever stops this process
+    # (Ctrl-C, a test's terminate()) stops JupyterLab and its kernels, and nothing is orphaned.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(cmd[0], cmd, env)
+    return 0  # not reached
