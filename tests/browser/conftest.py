@@ -81,7 +81,7 @@ def sample_class() -> Path:
     return out
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped after its tests: a live server slows later runs
 def lab_url(sample_class, tmp_path_factory):
     """JupyterLab as `make lab` starts it (grader.lab), on the sample class, on loopback."""
     tmp = tmp_path_factory.mktemp("lab")
@@ -128,7 +128,7 @@ def lab_url(sample_class, tmp_path_factory):
         log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     """One headless chromium (Debian's), with a fresh profile, for the whole session."""
     from playwright.sync_api import sync_playwright
