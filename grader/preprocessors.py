@@ -4,7 +4,8 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 
 
-def _is_test_cell(cell) -> bool:
+def is_test_cell(cell) -> bool:
+    """A code cell nbgrader grades that is not an answer: a test (visible or hidden)."""
     return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
 
 
@@ -31,7 +32,7 @@ class ShortTracebacks(NbGraderPreprocessor):
     """
 
     def preprocess_cell(self, cell, resources, cell_index):
-        if _is_test_cell(cell):
+        if is_test_cell(cell):
             for output in cell.outputs:
                 if output.output_type == "error":
                     output.traceback = [f"{output.ename}: {output.evalue}"]

@@ -14,6 +14,7 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Dict, Unicode
 
+from grader.preprocessors import is_test_cell
 from grader.sandbox.judge import Judge
 from grader.sandbox.scan import scan
 from grader.sandbox.session import Limits
@@ -79,10 +80,6 @@ def _grade_id(cell):
     return cell.metadata.get("nbgrader", {}).get("grade_id")
 
 
-def _is_test(meta) -> bool:
-    return bool(meta.get("grade")) and not meta.get("solution")
-
-
 class RestoreCells(_CourseStep):
     """Put the instructor's cells back as released: deleted ones re-inserted, metadata reset,
     unknown or duplicated grade ids stripped. (nbgrader's OverwriteCells then restores the
@@ -112,7 +109,7 @@ class RestoreCells(_CourseStep):
                 if cell.cell_type != ref.cell_type:
                     self._flag(resources, "metadata", f"cell {gid!r} changed type; restored")
                     cell = _like(ref, cell.source)
-                elif _is_test(ref.metadata["nbgrader"]) and not _same_visible(cell, ref):
+                elif is_test_cell(ref) and not _same_visible(cell, ref):
                     self._flag(resources, "restored", f"test cell {gid!r} was edited; restored")
             cells.append(cell)
         # re-insert deleted instructor cells after the cell that precedes them in the release
@@ -120,7 +117,7 @@ class RestoreCells(_CourseStep):
         for i, gid in enumerate(order):
             if gid is None or gid in seen:
                 continue
-            kind = "test cell" if _is_test(reference[gid].metadata["nbgrader"]) else "cell"
+            kind = "test cell" if is_test_cell(reference[gid]) else "cell"
             self._flag(resources, "restored", f"{kind} {gid!r} was deleted; restored")
             before = next((g for g in reversed(order[:i]) if g in seen), None)
             at = next((j + 1 for j, c in enumerate(cells) if before and _grade_id(c) == before),
@@ -162,7 +159,7 @@ class JudgedExecute(_CourseStep):
             return nb, resources
         released = self._released(resources)
         for cell in nb.cells:
-            if cell.cell_type == "code" and not _is_test(cell.metadata.get("nbgrader", {})):
+            if cell.cell_type == "code" and not is_test_cell(cell):
                 for why in scan(cell.source):
                     self._flag(resources, "suspicious", why)
         scratch = Path(tempfile.mkdtemp(prefix=f"grade-{student}-"))

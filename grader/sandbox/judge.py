@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 
+from grader.preprocessors import is_test_cell
 from grader.sandbox.remote import Link, Remote
 from grader.sandbox.session import Limits, RemoteError, Session, WorkerDied
 
@@ -103,7 +104,7 @@ class Judge:
                 if stopped:
                     cell.outputs = [_error("NotRun", stopped)]
                     continue
-                if _is_test(cell):
+                if is_test_cell(cell):
                     self._run_test(index, cell)
                 else:
                     self._run_student(index, cell)
@@ -205,11 +206,6 @@ def _names(code: types.CodeType) -> set[str]:
         if isinstance(const, types.CodeType):
             names |= _names(const) | set(const.co_freevars)
     return names
-
-
-def _is_test(cell) -> bool:
-    nbg = cell.metadata.get("nbgrader", {})
-    return bool(nbg.get("grade")) and not nbg.get("solution")
 
 
 def _text(value, limit: int = KEEP_CHARS) -> str:

@@ -77,7 +77,6 @@ class Limits:
     notebook_timeout: float = 900.0  # seconds for the whole notebook
     memory_bytes: int = 6 * 2**30  # address space of the student's process
     max_processes: int = 64  # processes the student's code may start (when enforceable)
-    max_output_chars: int = 20_000  # printed characters kept per cell
     max_file_bytes: int = 256 * 2**20  # largest file the student's code may write
 
 
