@@ -1,15 +1,47 @@
-"""Common wrong versions of the reference, used by hidden tests to name a likely cause.
+"""Common wrong versions of the reference, used by hidden tests to verify a cause.
 
 Each function takes the same inputs as the reference it shadows and returns
-{description of the mistake: what that mistake would return}. If a student's answer matches
-one of them, the failure message says so. Instructor-only: ships with `solutions`.
+{cause id (grader/checks/causes.py): what that mistake would return}. A cause is named only if
+its output reproduces the student's; a cause left out (or None) behaves like the reference on
+these inputs. Instructor-only: ships with `solutions`.
 """
 
 import math
 
 import torch
 
+from .attention import attend
 from .masking import masked_softmax
+
+
+def unstable_softmax(x, dim=-1):
+    """exp / sum without subtracting the maximum: inf / inf or 0 / 0 on large scores."""
+    e = torch.exp(x)
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+def softmax(x, dim=-1):
+    n = x.dim()
+    causes = {
+        "softmax_no_max": unstable_softmax(x, dim),
+        "softmax_min": unstable_softmax(x - x.amin(dim=dim, keepdim=True), dim),
+        "softmax_global_max": unstable_softmax(x - x.max(), dim),
+        "softmax_ignores_dim": torch.softmax(x, dim=-1),
+        "softmax_whole_tensor": torch.exp(x - x.max()) / torch.exp(x - x.max()).sum(),
+    }
+    other = 0 if dim % n != 0 else (1 if n > 1 else None)
+    if other is not None and other != n - 1:
+        causes["softmax_other_axis"] = torch.softmax(x, dim=other)
+    return causes
+
+
+def hard_select(query, keys, values):
+    equal = query.unsqueeze(-2) == keys.unsqueeze(-3)
+    w_any = equal.any(dim=-1).to(values.dtype)
+    w_all = equal.all(dim=-1).to(values.dtype)
+    w_norm = w_all / w_all.sum(dim=-1, keepdim=True)
+    return {"hard_select_any": (w_any @ values, w_any),
+            "hard_select_normalised": (w_norm @ values, w_norm)}
 
 
 def _finish(att, v):
@@ -20,49 +52,44 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     d = q.size(-1)
     raw = q @ k.transpose(-2, -1)
     scores = raw / math.sqrt(d)
+
+    def fill(s, value=float("-inf"), where=None):
+        if mask is None:
+            return s
+        return s.masked_fill(~mask if where is None else where, value)
+
     causes = {
-        "the softmax was taken over the wrong axis (the queries, dim=-2, instead of the keys, "
-        "dim=-1)": _finish(masked_softmax(scores, mask, dim=-2), v),
-        "the scores were not divided by sqrt(d)": _finish(masked_softmax(raw, mask), v),
-        "the scores were divided by d instead of sqrt(d)":
-            _finish(masked_softmax(raw / d, mask), v),
+        "softmax_over_queries": _finish(torch.softmax(fill(scores), dim=-2), v),
+        "not_scaled": _finish(torch.softmax(fill(raw), dim=-1), v),
+        "scaled_by_d": _finish(torch.softmax(fill(raw / d), dim=-1), v),
+        "scale_multiplied": _finish(torch.softmax(fill(raw * math.sqrt(d)), dim=-1), v),
+        "scaled_by_keys": _finish(torch.softmax(fill(raw / math.sqrt(k.size(-2))), dim=-1), v),
+        "softmax_no_max": _finish(unstable_softmax(fill(scores)), v),
+        "returned_scores": (torch.softmax(fill(scores), dim=-1) @ v, fill(scores)),
     }
     if mask is not None:
-        after = torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
         causes.update({
-            "the mask was applied after the softmax (set masked scores to -inf before it)":
-                _finish(after, v),
-            "masked scores were filled with 0 instead of -inf":
-                _finish(torch.softmax(scores.masked_fill(~mask, 0.0), dim=-1), v),
-            "the mask was ignored": _finish(torch.softmax(scores, dim=-1), v),
-            "the mask was inverted (True means 'may attend')":
-                _finish(masked_softmax(scores, ~mask), v),
+            "mask_after_softmax": _finish(torch.softmax(scores, dim=-1).masked_fill(~mask, 0), v),
+            "mask_zero_fill": _finish(torch.softmax(fill(scores, 0.0), dim=-1), v),
+            "mask_ignored": _finish(torch.softmax(scores, dim=-1), v),
+            "mask_inverted": _finish(torch.softmax(fill(scores, where=mask), dim=-1), v),
         })
     return causes
 
 
 def causal_mask(T, device=None):
     ones = torch.ones(T, T, dtype=torch.bool, device=device)
-    return {
-        "the diagonal is masked (off by one: a query may attend to itself)": ones.tril(-1),
-        "the mask is transposed (query i may attend to keys 0..i, not i..T-1)": ones.triu(),
-        "True and False are swapped (True means 'may attend')": ~ones.tril(),
-    }
+    return {"causal_off_by_one": ones.tril(-1), "causal_transposed": ones.triu(),
+            "causal_inverted": ~ones.tril()}
 
 
 def multi_head_attention(module, query, key, value, mask=None):
-    """Mistakes in a MultiHeadAttention forward; `module` is the reference holding the weights."""
+    """Mistakes in a MultiHeadAttention forward (and in the attention it calls); `module` is
+    the reference holding the weights."""
     B, L, D = query.shape
     H, d_head = module.n_head, D // module.n_head
     if mask is not None and mask.dim() == 3:
         mask = mask.unsqueeze(1)
-
-    def attention(split, merge, scale, project=True):
-        q = split(module.q_proj(query))
-        k, v = split(module.k_proj(key)), split(module.v_proj(value))
-        att = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(scale), mask)
-        y = merge(att @ v)
-        return (module.out_proj(y) if project else y), att
 
     def split(x):  # (B, T, D) -> (B, H, T, d_head)
         return x.view(B, -1, H, d_head).transpose(1, 2)
@@ -70,89 +97,100 @@ def multi_head_attention(module, query, key, value, mask=None):
     def merge(y):  # (B, H, L, d_head) -> (B, L, D)
         return y.transpose(1, 2).reshape(B, L, D)
 
-    def split_without_transpose(x):
+    def split_no_t(x):
         return x.view(B, H, -1, d_head)
 
-    def merge_without_transpose(y):
+    def merge_no_t(y):
         return y.reshape(B, L, D)
 
-    return {
-        "the heads were split with view/reshape but without transpose(1, 2), so each 'head' "
-        "mixes several tokens": attention(split_without_transpose, merge_without_transpose,
-                                          d_head),
-        "the heads were split with view/reshape but without transpose(1, 2) (the merge "
-        "undoes a transpose that never happened)": attention(split_without_transpose, merge,
-                                                             d_head),
-        "the heads were merged back without transpose(1, 2) before the reshape":
-            attention(split, merge_without_transpose, d_head),
-        "the scores were not divided by sqrt(d_head)": attention(split, merge, 1),
-        "the scores were scaled by sqrt(d_model) instead of sqrt(d_head)":
-            attention(split, merge, D),
-        "the output projection (out_proj) was not applied": attention(split, merge, d_head, False),
-    }
+    def run(split=split, merge=merge, scale=d_head, project=True, q_w=module.q_proj,
+            k_w=module.k_proj, v_w=module.v_proj, key=key, value=value, attention=None):
+        q, k, v = split(q_w(query)), split(k_w(key)), split(v_w(value))
+        if attention is None:
+            att = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(scale), mask)
+            y = att @ v
+        else:
+            y, att = attention(q, k, v)
+        y = merge(y)
+        return (module.out_proj(y) if project else y), att
 
-
-def softmax(x, dim=-1):
-    e = torch.exp(x)
-    other = 0 if (dim % x.dim()) != 0 else (1 if x.dim() > 1 else None)
     causes = {
-        "the maximum was not subtracted before exp, so exp overflows to inf (inf / inf = NaN)":
-            e / e.sum(dim=dim, keepdim=True),
-        "the dim argument is ignored (always the last axis)": torch.softmax(x, dim=-1),
-        "normalised by the sum of the whole tensor instead of along dim":
-            torch.exp(x - x.max()) / torch.exp(x - x.max()).sum(),
+        "heads_split_no_transpose": run(split_no_t, merge_no_t),
+        "heads_merge_no_transpose": run(merge=merge_no_t),
+        "no_out_proj": run(project=False),
+        "scaled_by_d_model": run(scale=D),
+        "key_value_swapped": run(key=value, value=key),
+        "value_uses_k_proj": run(v_w=module.k_proj),
+        "q_k_proj_swapped": run(q_w=module.k_proj, k_w=module.q_proj),
     }
-    if other is not None:
-        causes["normalised along the wrong axis"] = torch.softmax(x, dim=other)
+    # a mistake in the student's own scaled_dot_product_attention shows here too
+    for cause in ("softmax_over_queries", "not_scaled", "scaled_by_d", "scale_multiplied",
+                  "scaled_by_keys", "mask_after_softmax", "mask_zero_fill", "mask_ignored",
+                  "mask_inverted", "softmax_no_max", "returned_scores"):
+        def inner(q, k, v, cause=cause):
+            return scaled_dot_product_attention(q, k, v, mask).get(
+                cause, _finish(masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(d_head), mask),
+                               v))
+        causes.setdefault(cause, run(attention=inner))
+    causes["heads_split_no_transpose#merged with transpose"] = run(split_no_t, merge)
     return causes
 
 
 def soft_select(query, keys, values, temperature=1.0):
     scores = query @ keys.transpose(-2, -1)
+    w = torch.softmax(scores / temperature, dim=-1)
     return {
-        "the scores were multiplied by the temperature instead of divided by it":
-            _finish(torch.softmax(scores * temperature, dim=-1), values),
-        "the temperature was ignored": _finish(torch.softmax(scores, dim=-1), values),
-        "the softmax was taken over the queries (dim=-2) instead of the keys (dim=-1)":
-            _finish(torch.softmax(scores / temperature, dim=-2), values),
+        "temperature_multiplied": _finish(torch.softmax(scores * temperature, dim=-1), values),
+        "temperature_ignored": _finish(torch.softmax(scores, dim=-1), values),
+        "softmax_over_queries": _finish(torch.softmax(scores / temperature, dim=-2), values),
+        "averaged_keys": (w @ keys, w),
+        "softmax_no_max": _finish(unstable_softmax(scores / temperature), values),
+        "softmax_min": _finish(unstable_softmax(
+            scores / temperature - (scores / temperature).amin(-1, keepdim=True)), values),
     }
 
 
 def nadaraya_watson(x_query, x_keys, y_values, bandwidth=1.0):
     diff = x_query.unsqueeze(-1) - x_keys.unsqueeze(-2)
 
-    def pool(scores):
-        w = torch.softmax(scores, dim=-1)
+    def pool(scores, norm=lambda s: torch.softmax(s, dim=-1)):
+        w = norm(scores)
         return w @ y_values, w
 
+    right = -(diff**2) / (2 * bandwidth**2)
     return {
-        "the minus sign is missing, so far points get the most weight":
-            pool(diff**2 / (2 * bandwidth**2)),
-        "the squared distance was divided by h^2 instead of 2 h^2":
-            pool(-(diff**2) / bandwidth**2),
-        "the distance was not squared (|x - x_i| instead of (x - x_i)^2)":
-            pool(-diff.abs() / (2 * bandwidth**2)),
-        "the bandwidth was not squared (2 h instead of 2 h^2)": pool(-(diff**2) / (2 * bandwidth)),
+        "kernel_sign": pool(diff**2 / (2 * bandwidth**2)),
+        "kernel_no_two": pool(-(diff**2) / bandwidth**2),
+        "kernel_not_squared": pool(-diff.abs() / (2 * bandwidth**2)),
+        "bandwidth_not_squared": pool(-(diff**2) / (2 * bandwidth)),
+        "softmax_no_max": pool(right, unstable_softmax),
+        "softmax_over_queries": pool(right, lambda s: torch.softmax(s, dim=-2)),
     }
 
 
 def layer_norm(module, x):
     """Mistakes in a LayerNorm forward; `module` holds the weight, bias and eps."""
     w, b, eps = module.weight, module.bias, module.eps
-    mean = x.mean(dim=-1, keepdim=True)
-    var = x.var(dim=-1, keepdim=True, unbiased=False)
-    causes = {
-        "the variance is the unbiased one (divides by d - 1, not d)":
-            (x - mean) / torch.sqrt(x.var(dim=-1, keepdim=True, unbiased=True) + eps) * w + b,
-        "eps was added outside the square root": (x - mean) / (torch.sqrt(var) + eps) * w + b,
-        "the weight and bias were not applied": (x - mean) / torch.sqrt(var + eps),
-    }
+
+    def norm(dim=-1, unbiased=False, center=True, affine=True, eps_inside=True, eps=eps):
+        mean = x.mean(dim=dim, keepdim=True)
+        var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
+        y = (x - mean) if center else x
+        y = y / (torch.sqrt(var + eps) if eps_inside else torch.sqrt(var) + eps)
+        return y * w + b if affine else y
+
+    causes = {"ln_unbiased": norm(unbiased=True), "ln_eps_outside": norm(eps_inside=False),
+              "ln_no_affine": norm(affine=False), "ln_no_eps": norm(eps=0.0),
+              "ln_no_mean": norm(center=False)}
     if x.dim() > 1:
-        m0 = x.mean(dim=0, keepdim=True)
-        v0 = x.var(dim=0, keepdim=True, unbiased=False)
-        causes["the statistics were taken over the wrong axis (dim=0, not the features)"] = (
-            (x - m0) / torch.sqrt(v0 + eps) * w + b)
+        causes["ln_wrong_axis"] = norm(dim=0)
     return causes
+
+
+def mlp(module, x):
+    """Mistakes in an MLP forward (evaluation mode); `module` holds the weights."""
+    return {"mlp_no_activation": module.linear2(module.linear1(x)),
+            "mlp_relu": module.linear2(torch.relu(module.linear1(x)))}
 
 
 def transformer_block(block, x):
@@ -161,55 +199,81 @@ def transformer_block(block, x):
         return block.self_attn(y, y, y, is_causal=True)[0]
 
     mlp, n1, n2 = block.mlp, block.norm1, block.norm2
-    pre = x + attn(n1(x))
-    pre = pre + mlp(n2(pre))
-    post = n1(x + attn(x))
-    post = n2(post + mlp(post))
-    no_res_attn_pre = attn(n1(x))
-    no_res_attn_pre = no_res_attn_pre + mlp(n2(no_res_attn_pre))
-    no_res_attn_post = n1(attn(x))
-    no_res_attn_post = n2(no_res_attn_post + mlp(no_res_attn_post))
-    no_res_mlp_pre = x + attn(n1(x))
-    no_res_mlp_pre = mlp(n2(no_res_mlp_pre))
-    no_res_mlp_post = n1(x + attn(x))
-    no_res_mlp_post = n2(mlp(no_res_mlp_post))
-    swapped_norms_pre = x + attn(n2(x))
-    swapped_norms_pre = swapped_norms_pre + mlp(n1(swapped_norms_pre))
-    first = block.norm_first
-    return {
-        "pre-norm and post-norm are swapped (check the norm_first branch)": post if first else pre,
-        "the residual connection around attention is missing":
-            no_res_attn_pre if first else no_res_attn_post,
-        "the residual connection around the MLP is missing":
-            no_res_mlp_pre if first else no_res_mlp_post,
-        "norm1 and norm2 are swapped": swapped_norms_pre if first else None,
-    }
+
+    def pre(a=n1, b=n2, res_attn=True, res_mlp=True):
+        y = (x if res_attn else 0) + attn(a(x))
+        return (y if res_mlp else 0) + mlp(b(y))
+
+    def post(a=n1, b=n2, res_attn=True, res_mlp=True):
+        y = a((x if res_attn else 0) + attn(x))
+        return b((y if res_mlp else 0) + mlp(y))
+
+    same, other = (pre, post) if block.norm_first else (post, pre)
+    return {"pre_post_swapped": other(), "no_residual_attn": same(res_attn=False),
+            "no_residual_mlp": same(res_mlp=False), "norms_swapped": same(n2, n1)}
 
 
 def additive_attention(score, query, keys, mask=None):
     """Mistakes in additive attention for one query per sequence: query (B, d_q), keys
     (B, S, d_k); `score` is the reference AdditiveScore holding the weights."""
     pre = score.W_q(query).unsqueeze(1) + score.W_k(keys)  # (B, S, d_att)
+    tanh = torch.tanh(pre)
 
-    def finish(scores, fill=float("-inf"), dim=-1):
-        if mask is not None:
-            scores = scores.masked_fill(~mask, fill)
-        weights = torch.softmax(scores, dim=dim)
+    def finish(hidden=tanh, fill=float("-inf"), where=None, norm=None):
+        scores = score.w(hidden).squeeze(-1)
+        if mask is not None and fill is not None:
+            scores = scores.masked_fill(~mask if where is None else where, fill)
+        weights = (norm or (lambda s: torch.softmax(s, dim=-1)))(scores)
         return (weights.unsqueeze(1) @ keys).squeeze(1), weights
 
-    return {
-        "tanh is missing (the score is then linear in q and k)": finish(score.w(pre).squeeze(-1)),
-        "padded keys were filled with 0 instead of -inf":
-            finish(score.w(torch.tanh(pre)).squeeze(-1), fill=0.0),
-        "the softmax was taken over the batch (dim=0) instead of the keys":
-            finish(score.w(torch.tanh(pre)).squeeze(-1), dim=0),
+    causes = {
+        "additive_no_tanh": finish(pre),
+        "additive_relu": finish(torch.relu(pre)),
+        "softmax_over_batch": finish(norm=lambda s: torch.softmax(s, dim=0)),
+        "softmax_no_max": finish(norm=unstable_softmax),
     }
+    if mask is not None:
+        causes.update({"mask_zero_fill": finish(fill=0.0), "mask_ignored": finish(fill=None),
+                       "mask_inverted": finish(where=mask)})
+    return causes
+
+
+def decoder_step(decoder, y_prev, h, enc_out, src_mask=None):
+    """Mistakes in an attention decoder step; `decoder` is the reference AttentionDecoder."""
+    def attention(state):
+        m = None if src_mask is None else src_mask.unsqueeze(1)
+        context, att = attend(state.unsqueeze(1), enc_out, enc_out, score=decoder.score, mask=m)
+        return context.squeeze(1), att.squeeze(1)
+
+    emb = decoder.emb(y_prev)
+    context, att = attention(h)
+    h_new = decoder.cell(torch.cat([emb, context], dim=-1), h)
+    early = decoder.cell(torch.cat([emb, h], dim=-1), h)
+    late_context, late_att = attention(early)
+    return {
+        "decoder_new_state_query": (decoder.out(torch.cat([early, late_context], dim=-1)),
+                                    early, late_att),
+        "decoder_logits_old_state": (decoder.out(torch.cat([h, context], dim=-1)), h_new, att),
+    }
+
+
+def attend_grid(score, h, features):
+    """Mistakes in attention over a CNN grid; `score` is the reference AdditiveScore."""
+    B, C, H, W = features.shape
+
+    def run(cells, weights_shape=(B, H, W), columns=False):
+        context, weights = attend(h.unsqueeze(1), cells, cells, score=score)
+        weights = weights.view(B, W, H).transpose(1, 2) if columns else weights.view(B, H, W)
+        return context.squeeze(1), weights
+
+    return {"grid_reshape": run(features.reshape(B, H * W, C)),
+            "grid_columns_first": run(features.transpose(2, 3).flatten(2).transpose(1, 2),
+                                      columns=True)}
 
 
 def sinusoidal_encoding(T, d_model, device=None):
     pos = torch.arange(T, dtype=torch.float32, device=device).unsqueeze(1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float32, device=device)
-    i = two_i / 2
 
     def table(angle, first=torch.sin, second=torch.cos):
         pe = torch.zeros(T, d_model, device=device)
@@ -217,9 +281,36 @@ def sinusoidal_encoding(T, d_model, device=None):
         return pe
 
     return {
-        "sine and cosine are swapped (sines go in the even columns)":
-            table(pos / 10000 ** (two_i / d_model), torch.cos, torch.sin),
-        "the exponent uses i instead of 2i": table(pos / 10000 ** (i / d_model)),
-        "the angle is multiplied by 10000^(2i/d) instead of divided":
-            table(pos * 10000 ** (two_i / d_model)),
+        "pe_sin_cos_swapped": table(pos / 10000 ** (two_i / d_model), torch.cos, torch.sin),
+        "pe_exponent_i": table(pos / 10000 ** (two_i / 2 / d_model)),
+        "pe_multiplied": table(pos * 10000 ** (two_i / d_model)),
+        "pe_base": table(pos / 1000 ** (two_i / d_model)),
     }
+
+
+def decoder_lm(model, idx):
+    """Mistakes in a decoder-only LM's forward; `model` is the reference DecoderOnlyLM."""
+    def run(positions=True, final_norm=True):
+        x = model.tok_emb(idx)
+        x = model.pos(x) if positions else x
+        for block in model.blocks:
+            x = block(x, is_causal=True)
+        return model.lm_head(model.ln_f(x) if final_norm else x)
+
+    return {"no_positions": run(positions=False), "no_final_norm": run(final_norm=False)}
+
+
+def greedy_generate(model, idx, n_new):
+    """Mistakes in one greedy step, repeated n_new times; `model` is the reference LM."""
+    def run(position=-1, crop=True):
+        out = idx
+        for _ in range(n_new):
+            context = out[:, -model.max_len:] if crop else out
+            if context.size(1) > model.max_len:
+                return None  # the positions run out: such code raises instead
+            logits = model(context)
+            out = torch.cat([out, logits[:, position].argmax(-1, keepdim=True)], dim=1)
+        return out
+
+    with torch.no_grad():
+        return {"greedy_first_position": run(position=0), "greedy_no_crop": run(crop=False)}

@@ -1,11 +1,18 @@
 """Checks that the notebooks' tests call, written to explain what went wrong.
 
 A failing check raises `CheckFailure` (an AssertionError) whose message says what was expected,
-what came back, where the largest error is, and the likely cause when it is recognisable. These
-helpers contain no solutions, so the student edition ships them too.
+what came back, where the largest error is, and the cause when a known mistake's variant
+reproduces the answer. These helpers contain no solutions, so the student edition ships them.
 """
 
-from .compare import CheckFailure, as_matrix, expect_close, expect_shape, expect_tensor
+from .compare import (
+    CheckFailure,
+    as_matrix,
+    as_number,
+    expect_close,
+    expect_shape,
+    expect_tensor,
+)
 from .forbidden import forbidden_builtins
 from .properties import (
     expect_no_lookahead,
@@ -13,11 +20,13 @@ from .properties import (
     expect_rows_sum_to_one,
     expect_zero_where_masked,
 )
-from .reference import compare_gradients, compare_outputs
+from .reference import all_cases, compare_gradients, compare_outputs
 
 __all__ = [
     "CheckFailure",
+    "all_cases",
     "as_matrix",
+    "as_number",
     "compare_gradients",
     "compare_outputs",
     "expect_close",

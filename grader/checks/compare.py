@@ -22,17 +22,65 @@ def _fmt_index(index) -> str:
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
 
+def fmt_pair(expected: float, actual: float) -> tuple[str, str]:
+    """Both numbers with just enough digits that they print differently when they differ."""
+    for digits in range(6, 18):
+        e, a = f"{expected:.{digits}g}", f"{actual:.{digits}g}"
+        if e != a:
+            break
+    return e, a
+
+
+def type_name(value) -> str:
+    """The type of a value, in the student's words (a handle on a remote object says its type)."""
+    from grader.sandbox.remote import Remote
+
+    return value._ref.type if isinstance(value, Remote) else type(value).__name__
+
+
 def expect_tensor(actual, what: str) -> torch.Tensor:
     if not isinstance(actual, torch.Tensor):
-        raise CheckFailure(f"{what} should be a torch.Tensor, but got {type(actual).__name__}")
+        raise CheckFailure(f"{what} should be a torch.Tensor, but got {type_name(actual)}")
     return actual
 
 
-def as_matrix(value, shape, what: str) -> torch.Tensor:
-    """A typed-in answer (nested lists, numpy or torch) as a float64 tensor of `shape`."""
+# ----- answers typed in: every form the text allows -------------------------------------------
+
+def as_number(value) -> float:
+    """A float from a Python or numpy number, a Fraction, a Decimal or a 0-d tensor."""
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return float(value.detach().double())
+    ratio = getattr(value, "as_integer_ratio", None)  # Fraction, Decimal, numpy and a handle
+    if ratio is None:
+        raise TypeError(f"{type_name(value)} is not a number")
     try:
-        matrix = torch.as_tensor(value, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError) as e:
+        numerator, denominator = ratio()
+    except (ValueError, OverflowError):  # Decimal('NaN'), Decimal('Infinity')
+        return float(str(value))
+    return numerator / denominator
+
+
+def _plain(value, depth: int = 0):
+    """Nested lists of floats from nested lists, tuples, arrays and tensors of numbers."""
+    if depth > 8:
+        raise TypeError("nested too deeply")
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().to(torch.float64).tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # arrays, any dtype
+        return _plain(value.tolist(), depth + 1)
+    return as_number(value)
+
+
+def as_matrix(value, shape, what: str) -> torch.Tensor:
+    """A typed-in answer as a float64 tensor of `shape`: nested lists or tuples of Python
+    numbers, Fractions or Decimals, numpy arrays, or tensors of any dtype."""
+    try:
+        matrix = torch.tensor(_plain(value), dtype=torch.float64)
+    except (TypeError, ValueError, AttributeError) as e:
         raise CheckFailure(f"{what} should be a list of {shape[0]} rows with {shape[1]} numbers "
                            f"each; could not read it as a matrix ({e})") from None
     expect_shape(matrix, shape, what)
@@ -47,56 +95,76 @@ def expect_shape(actual, shape, what: str) -> None:
         )
 
 
+# ----- comparing ---------------------------------------------------------------------------
+
+def tolerances(dtype, atol=None, rtol=None) -> tuple[float, float]:
+    default_atol, default_rtol = TOLERANCES.get(dtype, (1e-5, 1e-4))
+    return (default_atol if atol is None else atol), (default_rtol if rtol is None else rtol)
+
+
+def differences(actual, expected, atol=None, rtol=None) -> str | None:
+    """What is wrong with `actual` against `expected` (same shape), or None when they match."""
+    atol, rtol = tolerances(expected.dtype, atol, rtol)
+    actual, expected = actual.detach(), expected.detach()
+    if actual.numel() == 0:
+        return None
+    if not expected.is_floating_point():  # masks and indices: exact
+        actual, expected, atol, rtol = actual.double(), expected.double(), 0.0, 0.0
+    for name, bad in (("NaN", torch.isnan), ("inf", torch.isinf)):
+        wrong = bad(actual) & ~bad(expected)
+        if wrong.any():
+            first = wrong.nonzero()[0]
+            others = int(wrong.sum()) - 1
+            return (f"contains {name} at {_fmt_index(first)}"
+                    + (f" (and at {others} other places)" if others else "")
+                    + f", where {float(expected[tuple(first)]):.6g} was expected")
+    close = torch.isclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
+    if close.all():
+        return None
+    error = (actual - expected).abs().masked_fill(close, 0).nan_to_num(nan=float("inf"))
+    where = torch.unravel_index(error.flatten().argmax(), error.shape)
+    e, a = fmt_pair(float(expected[where]), float(actual[where]))
+    return (f"is wrong at {int((~close).sum())} of {close.numel()} entries. Largest error "
+            f"{float(error[where]):.3g} at index {_fmt_index(where)}: expected {e}, got {a}")
+
+
+def matches(actual, predicted, atol=None, rtol=None) -> bool:
+    """Whether a known mistake's output reproduces `actual` (same shape, within tolerance)."""
+    if not (isinstance(actual, torch.Tensor) and isinstance(predicted, torch.Tensor)):
+        return False
+    if tuple(actual.shape) != tuple(predicted.shape) or actual.device != predicted.device:
+        return False
+    predicted = predicted.detach()
+    if predicted.dtype != actual.dtype:
+        predicted = predicted.to(actual.dtype)
+    atol, rtol = tolerances(actual.dtype, atol, rtol)
+    return differences(actual, predicted, 10 * atol, 10 * rtol) is None
+
+
 def expect_close(actual, expected: torch.Tensor, what: str, *, likely_causes=None,
                  atol: float | None = None, rtol: float | None = None) -> None:
     """Fail with a precise message unless `actual` matches `expected` elementwise.
 
-    likely_causes: {description: tensor} of results that known mistakes would produce on the
-    same inputs; if `actual` matches one of them, the message names it.
+    likely_causes: {cause id (grader.checks.causes) or sentence: tensor} of what known mistakes
+    return on the same inputs; the message names those that reproduce `actual`.
     """
-    expect_shape(actual, expected.shape, what)
+    from .causes import CAUSES
+
+    def causes_line():
+        named = [c for c, wrong in (likely_causes or {}).items()
+                 if wrong is not None and matches(actual, torch.as_tensor(wrong), atol, rtol)]
+        return "".join(f"\nLikely cause: {CAUSES.get(c, c)}." for c in named)
+
+    expect_tensor(actual, what)
+    if tuple(actual.shape) != tuple(expected.shape):
+        raise CheckFailure(f"{what} has shape {tuple(actual.shape)}, expected "
+                           f"{tuple(expected.shape)}" + causes_line())
     if actual.dtype != expected.dtype:
-        raise CheckFailure(f"{what} has dtype {actual.dtype}, expected {expected.dtype} "
-                           "(the result should keep the dtype of the inputs)")
+        raise CheckFailure(f"{what} has dtype {actual.dtype}, expected {expected.dtype}"
+                           + causes_line())
     if actual.device != expected.device:
         raise CheckFailure(f"{what} is on device {actual.device}, expected {expected.device} "
-                           "(create new tensors with device=<an input>.device)")
-    default_atol, default_rtol = TOLERANCES.get(expected.dtype, (1e-5, 1e-4))
-    atol = default_atol if atol is None else atol
-    rtol = default_rtol if rtol is None else rtol
-
-    actual, expected = actual.detach(), expected.detach()
-    if actual.numel() == 0:
-        return
-    if not expected.is_floating_point():  # masks and indices: exact
-        actual, expected, atol, rtol = actual.double(), expected.double(), 0.0, 0.0
-    bad_nan = torch.isnan(actual) & ~torch.isnan(expected)
-    if bad_nan.any():
-        index = _fmt_index(bad_nan.nonzero()[0])
-        raise CheckFailure(
-            f"{what} contains NaN at {index} (and {int(bad_nan.sum()) - 1} other places) where "
-            f"{float(expected[tuple(bad_nan.nonzero()[0])]):.6g} was expected. NaN usually comes "
-            "from a softmax over a row where every score is -inf, or from inf - inf."
-            + _cause_message(actual, likely_causes, atol, rtol)
-        )
-    close = torch.isclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
-    if close.all():
-        return
-    error = (actual - expected).abs().masked_fill(close, 0).nan_to_num(nan=float("inf"))
-    where = torch.unravel_index(error.flatten().argmax(), error.shape)
-    raise CheckFailure(
-        f"{what} is wrong at {int((~close).sum())} of {close.numel()} entries. "
-        f"Largest error {float(error[where]):.3g} at index {_fmt_index(where)}: "
-        f"expected {float(expected[where]):.6g}, got {float(actual[where]):.6g}."
-        + _cause_message(actual, likely_causes, atol, rtol)
-    )
-
-
-def _cause_message(actual, likely_causes, atol, rtol) -> str:
-    for cause, wrong in (likely_causes or {}).items():
-        if wrong is None or tuple(wrong.shape) != tuple(actual.shape):
-            continue
-        wrong = wrong.detach().to(actual.dtype)
-        if torch.isclose(actual, wrong, atol=atol, rtol=rtol, equal_nan=True).all():
-            return f"\nLikely cause: {cause}."
-    return ""
+                           "(create new tensors on the device of the inputs)")
+    wrong = differences(actual, expected, atol, rtol)
+    if wrong is not None:
+        raise CheckFailure(f"{what} {wrong}." + causes_line())

@@ -1,14 +1,23 @@
 """Hidden-test drivers: run a student's function and the reference on the same inputs.
 
-The reference is passed in by the (hidden) test, so nothing here reveals a solution.
+The reference is passed in by the (hidden) test, so nothing here reveals a solution. A failure
+names a cause only when that mistake's variant reproduces the student's outputs: on the failing
+input, and, inside `all_cases()`, on every input tried after it.
 """
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass, field
+
 import torch
 
-from .compare import CheckFailure, expect_close
+from .causes import cause_lines
+from .compare import CheckFailure, expect_close, matches
 from .forbidden import forbidden_builtins
+from .hints import hint_for
+
+_ACTIVE: list[list] = []  # the cases recorded by the all_cases() blocks now open
 
 
 def _as_tuple(x):
@@ -16,49 +25,169 @@ def _as_tuple(x):
 
 
 def _describe(inputs, case: str) -> str:
+    """Where the failure happened: the case and the input shapes ('' when there is neither)."""
     shapes = ", ".join(str(tuple(t.shape)) for t in inputs if isinstance(t, torch.Tensor))
-    return f"{case}; input shapes {shapes}" if case else f"input shapes {shapes}"
+    parts = [p for p in (case, shapes and f"input shapes {shapes}") if p]
+    return "; ".join(parts)
+
+
+def _in(where: str) -> str:
+    return f" ({where})" if where else ""
+
+
+def _ordinal(i: int) -> str:
+    return ["first", "second", "third", "fourth", "fifth"][i] if i < 5 else f"{i + 1}th"
+
+
+def _explain_error(what, e, where) -> CheckFailure:
+    text = f"{what} raised {type(e).__name__}: {e}"
+    found = hint_for(str(e))
+    if found is not None:
+        hint, cause = found
+        text += f"\nHint: {hint}." + (cause_lines([cause]) if cause else "")
+    return CheckFailure(text + (f"\n(on {where})" if where else ""))
 
 
 def run_student(fn, inputs, what: str, case: str = "", forbidden=()):
-    """Call the student's code with the built-ins switched off; explain any exception.
+    """Call the student's code with the built-ins switched off; explain any exception, and fail
+    if it changed one of its inputs.
 
+    Floating-point inputs go in as tensors that require gradients, so that changing one in place
+    is an error wherever the code runs (here or in the student's process); the copies of the
+    others are compared with the originals afterwards.
     forbidden: extra built-ins to switch off (e.g. `forbidden.SOFTMAX`).
     """
-    try:
+    where = _describe(inputs, case)
+
+    def copies(probe):
+        return [t.detach().clone().requires_grad_(probe and t.is_floating_point())
+                if isinstance(t, torch.Tensor) else t for t in inputs]
+
+    def call(args):
         with forbidden_builtins(extra=forbidden):
-            return _as_tuple(fn(*inputs))
+            return _as_tuple(fn(*args))
+
+    probe = torch.is_grad_enabled()
+    args = copies(probe)
+    try:
+        try:
+            got = call(args)
+        except (CheckFailure, NotImplementedError):
+            raise
+        except Exception as e:
+            if not probe or "leaf Variable" in str(e):
+                raise
+            args = copies(False)  # maybe the code cannot take tensors that require gradients
+            got = call(args)
     except CheckFailure:
         raise
     except NotImplementedError as e:
         raise CheckFailure(f"{what} is not implemented yet (it raised NotImplementedError)") from e
     except Exception as e:  # the student's bug, reported with the inputs that triggered it
-        raise CheckFailure(
-            f"{what} raised {type(e).__name__}: {e}\n(on {_describe(inputs, case)})") from e
+        raise _explain_error(what, e, where) from e
+    for i, (before, after) in enumerate(zip(inputs, args, strict=True)):
+        if isinstance(before, torch.Tensor) and not _same(before, after):
+            raise CheckFailure(
+                f"{what} changed its {_ordinal(i)} argument in place: after the call it no longer "
+                "holds the values it was given. Work on a new tensor (x = x - ...) instead of "
+                "changing the caller's (x -= ..., x[...] = ..., masked_fill_)"
+                + _in(where) + cause_lines(["inplace_input"]))
+    return tuple(g.detach() if isinstance(g, torch.Tensor) else g for g in got)
+
+
+def _same(a, b) -> bool:
+    a, b = a.detach(), b.detach()
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return bool(torch.isclose(a, b, rtol=0, atol=0, equal_nan=True).all())
+    return torch.equal(a, b)
+
+
+@dataclass
+class _Case:
+    got: tuple
+    expected: tuple
+    message: str | None  # what is wrong, or None when the case passed
+    predicted: dict = field(default_factory=dict)  # {cause: outputs of that mistake}
+
+    def reproduced_by(self, cause) -> bool:
+        """Whether a variant of `cause` (ids 'cause' or 'cause#variant') gives the student's
+        outputs; a cause with no variant here behaves like the reference."""
+        variants = [out for k, out in self.predicted.items() if k.split("#")[0] == cause]
+        return any(len(out) == len(self.got) and all(
+            matches(g, p) for g, p in zip(self.got, out, strict=True))
+            for out in variants or [self.expected])
+
+
+@contextlib.contextmanager
+def all_cases():
+    """Run every compare_outputs in the block before failing: the first failing case is
+    reported, naming only the causes whose variants reproduce the student's outputs on that
+    case and every case after it (so inputs where two mistakes coincide do not decide)."""
+    cases = []
+    _ACTIVE.append(cases)
+    try:
+        yield
+    except CheckFailure:
+        if any(c.message for c in cases):  # report the first failure, not a later error
+            _raise_first(cases)
+        raise
+    finally:
+        _ACTIVE.remove(cases)
+    _raise_first(cases)
+
+
+def _raise_first(cases) -> None:
+    failed = [i for i, c in enumerate(cases) if c.message]
+    if not failed:
+        return
+    tried = cases[failed[0]:]
+    causes = [c for c in dict.fromkeys(k.split("#")[0] for case in tried for k in case.predicted)
+              if all(case.reproduced_by(c) for case in tried)]
+    raise CheckFailure(cases[failed[0]].message + cause_lines(causes))
+
+
+def _first_difference(got, expected, names, what, where) -> str | None:
+    if len(got) != len(expected):
+        return (f"{what} returned {len(got)} value(s), expected {len(expected)}: "
+                f"{', '.join(names)}")
+    for name, g, e in zip(names, got, expected, strict=False):
+        try:
+            expect_close(g, e, f"{what}: {name}{_in(where)}")
+        except CheckFailure as failure:
+            return str(failure)
+    return None
 
 
 def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output",),
                     case: str = "", likely_causes=None, forbidden=()) -> None:
     """Each output of student_fn(*inputs) must match reference_fn(*inputs).
 
-    likely_causes: optional function of the inputs returning {cause: outputs of that mistake}.
+    likely_causes: optional function of the inputs returning {cause id: outputs of that mistake}
+    (a cause it leaves out behaves like the reference on these inputs).
     """
-    expected = _as_tuple(reference_fn(*inputs))
-    got = run_student(student_fn, inputs, what, case, forbidden)
-    if len(got) != len(expected):
-        raise CheckFailure(f"{what} returned {len(got)} value(s), expected {len(expected)}: "
-                           f"{', '.join(names)}")
-    for i, (name, g, e) in enumerate(zip(names, got, expected, strict=True)):
-        label = f"{what}: {name} ({_describe(inputs, case)})"
-        try:
-            expect_close(g, e, label)
-        except CheckFailure:
-            if not likely_causes:
-                raise
-            # Only now work out the common mistakes' outputs, to name the likely one.
-            wrong = {c: _as_tuple(out)[i] for c, out in likely_causes(*inputs).items()}
-            expect_close(g, e, label, likely_causes=wrong)
-            raise
+    expected = tuple(e.detach() if isinstance(e, torch.Tensor) else e
+                     for e in _as_tuple(reference_fn(*inputs)))
+    active = _ACTIVE[-1] if _ACTIVE else None
+    try:
+        got = run_student(student_fn, inputs, what, case, forbidden)
+    except CheckFailure:
+        if active is not None and any(c.message for c in active):
+            _raise_first(active)
+        raise
+    message = _first_difference(got, expected, names, what, _describe(inputs, case))
+    record = _Case(got, expected, message)
+    seen_failure = message or (active is not None and any(c.message for c in active))
+    if likely_causes and seen_failure:  # only now work out the mistakes' outputs
+        with torch.no_grad():
+            record.predicted = {c: tuple(o.detach() if isinstance(o, torch.Tensor) else o
+                                         for o in _as_tuple(out))
+                                for c, out in likely_causes(*inputs).items() if out is not None}
+    if active is not None:
+        active.append(record)
+    else:
+        _raise_first([record])
 
 
 def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
@@ -71,25 +200,28 @@ def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
         return [t.detach().clone().requires_grad_(t.is_floating_point())
                 if isinstance(t, torch.Tensor) else t for t in inputs]
 
+    where = _in(case)
     ref_inputs, stu_inputs = leaves(), leaves()
     expected = _as_tuple(reference_fn(*ref_inputs))
     g = torch.Generator().manual_seed(0)
     upstream = [torch.randn(e.shape, generator=g, dtype=e.dtype).to(e.device) for e in expected]
     sum(((e * u).sum() for e, u in zip(expected, upstream, strict=True))).backward()
 
-    got = run_student(student_fn, stu_inputs, what, case, forbidden)
     try:
+        with forbidden_builtins(extra=forbidden):
+            got = _as_tuple(student_fn(*stu_inputs))
         sum(((o * u).sum() for o, u in zip(got, upstream, strict=True))).backward()
+    except CheckFailure:
+        raise
     except Exception as e:
-        raise CheckFailure(f"{what}: backpropagating through your result failed with "
-                           f"{type(e).__name__}: {e}") from e
+        raise _explain_error(f"{what}, with gradients", e, case) from e
     for name, s, r in zip(input_names, stu_inputs, ref_inputs, strict=False):
         if not (isinstance(r, torch.Tensor) and r.requires_grad):
             continue
         if s.grad is None:
             raise CheckFailure(f"{what}: no gradient reached {name}; is the result detached "
                                "from it (.detach(), .item(), .numpy() or torch.tensor(...))?")
-        expect_close(s.grad, r.grad, f"{what}: gradient with respect to {name} ({case})")
+        expect_close(s.grad, r.grad, f"{what}: gradient with respect to {name}{where}")
     student_grads = _parameter_grads(student_params) if reference_params else {}
     for name, r in (reference_params or {}).items():
         if name not in student_grads:
@@ -97,7 +229,7 @@ def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
         s_grad = student_grads[name]
         if s_grad is None:
             raise CheckFailure(f"{what}: no gradient reached the parameter {name}")
-        expect_close(s_grad, r.grad, f"{what}: gradient with respect to {name} ({case})")
+        expect_close(s_grad, r.grad, f"{what}: gradient with respect to {name}{where}")
 
 
 def _parameter_grads(params) -> dict:
