@@ -10,16 +10,15 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from grader import intake
 from grader.course import COURSE_ID, Course
 from grader.nbgrader_api import api_for, reason
-from grader.notebooks import unreadable_notebooks
 from grader.release import release
 from grader.sandbox.execute import add_flags, flags_path, read_flags
 
@@ -47,28 +46,9 @@ class Result:
 
 
 def find_submissions(submissions: Path, assignment: str) -> dict[str, Path | str]:
-    """{student: their assignment folder, or the reason it is unusable}."""
-    if not submissions.is_dir():
-        raise FileNotFoundError(f"submissions folder {submissions} does not exist")
-    found: dict[str, Path | str] = {}
-    for entry in sorted(submissions.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        if not entry.is_dir():
-            continue
-        folder = entry / assignment
-        if not STUDENT_ID.match(entry.name):
-            found[entry.name] = (f"folder name {entry.name!r} is not a valid student id "
-                                 "(letters, digits, _ . @ -)")
-        elif not folder.is_dir():
-            others = ", ".join(p.name for p in entry.iterdir()) or "nothing"
-            found[entry.name] = (f"no folder {assignment}/ in {entry} (found: {others})")
-        else:
-            found[entry.name] = folder
-    if not found:
-        raise FileNotFoundError(f"no student folders in {submissions} "
-                                f"(expected {submissions}/STUDENT/{assignment}/*.ipynb)")
-    return found
+    """{student: their assignment folder, or the reason it is unusable}; folders that are
+    links or over the intake's limits are reasons (see grader.intake)."""
+    return intake.find_submissions(Path(submissions), assignment)
 
 
 def _scores(course: Course, assignment: str, student: str) -> dict:
@@ -243,25 +223,10 @@ def _has_submission(course: Course, assignment: str, student: str) -> bool:
 
 
 def _copy_and_check(course: Course, assignment: str, student: str, folder: Path) -> str | None:
-    target = course.submitted / student / assignment
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(folder, target, symlinks=True)
-    expected = course.notebooks(assignment)
-    error = unreadable_notebooks(folder, expected)
-    if error:
-        return error
-    present = {p.stem for p in folder.glob("*.ipynb")}
-    missing = [n for n in expected if n not in present]
-    if missing:
-        return (f"no {', '.join(n + '.ipynb' for n in missing)} in {folder} (found: "
-                f"{', '.join(sorted(p + '.ipynb' for p in present))}); was it renamed?")
-    extra = sorted(present - set(expected))
-    if extra:
-        add_flags(course.root, assignment, student, "(folder)", [
-            {"kind": "extra", "detail": f"extra notebook {n}.ipynb was not graded"}
-            for n in extra])
-    return None
+    """Copy the submission into course.submitted/STUDENT/ASSIGNMENT by content (links, FIFOs,
+    devices, outside hard links and the student's timestamp.txt left out and flagged) and check
+    its notebooks: None when it can be graded, else the reason."""
+    return intake.admit(course, assignment, student, Path(folder))
 
 
 def status_path(course: Course, assignment: str) -> Path:

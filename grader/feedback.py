@@ -1,12 +1,25 @@
-"""Per-student feedback pages (nbgrader's generate_feedback), without the hidden tests."""
+"""Per-student feedback pages (nbgrader's generate_feedback), without the hidden tests.
+
+Only pages the grader generated are handed out: NOTEBOOK.html for each notebook of the
+assignment that was autograded for that student. nbgrader also carries every other file of the
+submission into the feedback folder; those are never delivered, and nothing is reached through
+a link (the intake keeps links out of the course, and the pages are read without following
+any).
+"""
 
 from __future__ import annotations
 
-import shutil
+import logging
+import os
+import stat
+import tempfile
 from pathlib import Path
 
 from grader.course import Course
+from grader.intake import IntakeError, open_regular, read_regular
 from grader.nbgrader_api import api_for, reason
+
+log = logging.getLogger(__name__)
 
 
 def feedback(course: Course, assignment: str, students: list[str] | None = None,
@@ -17,7 +30,7 @@ def feedback(course: Course, assignment: str, students: list[str] | None = None,
     assignment has several notebooks).
     """
     if students is None:
-        students = sorted(p.parent.name for p in course.autograded.glob(f"*/{assignment}"))
+        students = _autograded_students(course, assignment)
     api = api_for(course)
     pages: dict[str, list[Path] | str] = {}
     for student in students:
@@ -25,20 +38,77 @@ def feedback(course: Course, assignment: str, students: list[str] | None = None,
         if not result.get("success"):
             pages[student] = reason(result)
             continue
-        html = sorted((course.feedback / student / assignment).glob("*.html"))
-        if to is not None:
-            html = _copy(html, Path(to), student)
-        pages[student] = html
+        try:
+            found = _generated_pages(course, assignment, student)
+            pages[student] = _deliver(found, Path(to), student) if to is not None else \
+                [path for path, _ in found]
+        except IntakeError as e:  # one student's odd folder never stops the others
+            log.warning("feedback for %s not delivered: %s", student, e)
+            pages[student] = f"feedback not delivered: {e}"
     return pages
 
 
-def _copy(html: list[Path], to: Path, student: str) -> list[Path]:
+def _autograded_students(course: Course, assignment: str) -> list[str]:
+    """Students with a real autograded/STUDENT/ASSIGNMENT folder (links are not followed)."""
+    if not course.autograded.is_dir():
+        return []
+    found = []
+    with os.scandir(course.autograded) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and _is_real_dir(
+                    Path(entry.path) / assignment):
+                found.append(entry.name)
+    return sorted(found)
+
+
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _generated_pages(course: Course, assignment: str, student: str) -> list[tuple[Path, bytes]]:
+    """(path, bytes) of each page generated from a notebook of the assignment that was
+    autograded for `student`; each a regular file with one name, reached through no link."""
+    found = []
+    for name in course.notebooks(assignment):
+        notebook = f"{student}/{assignment}/{name}.ipynb"
+        try:
+            os.close(open_regular(course.autograded, notebook))
+        except FileNotFoundError:
+            continue  # not submitted: no page, as nbgrader does
+        rel = f"{student}/{assignment}/{name}.html"
+        try:
+            found.append((course.feedback / rel, read_regular(course.feedback, rel)))
+        except FileNotFoundError:
+            raise IntakeError(f"no feedback page was generated for {name}.ipynb "
+                              f"({course.feedback / rel})") from None
+    return found
+
+
+def _deliver(pages: list[tuple[Path, bytes]], to: Path, student: str) -> list[Path]:
+    """Write the pages' bytes to to/STUDENT.html (one notebook) or to/STUDENT/NAME.html."""
     to.mkdir(parents=True, exist_ok=True)
-    if len(html) == 1:
+    if len(pages) == 1:
         targets = [to / f"{student}.html"]
     else:
         (to / student).mkdir(exist_ok=True)
-        targets = [to / student / page.name for page in html]
-    for page, target in zip(html, targets, strict=True):
-        shutil.copyfile(page, target)
+        targets = [to / student / page.name for page, _ in pages]
+    for (_, data), target in zip(pages, targets, strict=True):
+        _write_replacing(target, data)
     return targets
+
+
+def _write_replacing(target: Path, data: bytes) -> None:
+    """Write to a new file and rename it over target: a link already at target is replaced,
+    never written through."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
