@@ -33,6 +33,7 @@ class Task:
     released: dict[str, bytes]  # the release folder: relative path -> contents
     sources: dict[str, str]  # notebook name -> source notebook JSON (with hidden tests)
     limits: dict = field(default_factory=dict)
+    unconfined: bool = False  # grade even without the sandbox (the instructor's explicit choice)
 
 
 def folder_files(folder: Path) -> dict[str, bytes]:
@@ -69,6 +70,8 @@ def execute(task: Task) -> dict:
         _write(root / "release" / task.assignment, task.released)
         submitted = root / "submitted" / task.student / task.assignment
         _write(submitted, task.files)
+        _write(root / "source" / task.assignment,
+               {f"{name}.ipynb": text.encode() for name, text in task.sources.items()})
         executed = {}
         for name, source_json in task.sources.items():
             path = submitted / f"{name}.ipynb"
@@ -82,7 +85,8 @@ def execute(task: Task) -> dict:
                     cell.outputs, cell.execution_count = [], None
             nb, resources = RestoreCells(course_root=str(root)).preprocess(nb, resources)
             overwrite_locked(nb, nbformat.v4.reads(source_json))  # no schema check: ours
-            step = JudgedExecute(course_root=str(root), limits=task.limits)
+            step = JudgedExecute(course_root=str(root), limits=task.limits,
+                                 unconfined=task.unconfined)
             nb, resources = step.preprocess(nb, resources)
             executed[name] = json.dumps(nb)  # checked by nbgrader when it is recorded
         flags = read_flags(root, task.assignment, task.student)

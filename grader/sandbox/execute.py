@@ -6,18 +6,20 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import shutil
-import tempfile
+import os
+import stat
 from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.utils import is_solution
 from traitlets import Bool, Dict, Unicode
 
 from grader.preprocessors import is_test_cell
+from grader.sandbox import answers
 from grader.sandbox.judge import Judge
 from grader.sandbox.scan import scan
-from grader.sandbox.session import Limits
+from grader.sandbox.session import Limits, confinement
 
 # Executed notebooks computed elsewhere (a process pool or a Dask worker, see grader.parallel),
 # keyed by (assignment, student, notebook): {"notebook": JSON, "flags": [...]}.
@@ -144,6 +146,8 @@ class JudgedExecute(_CourseStep):
     verdict of every test cell computed here."""
 
     landlock = Bool(True, help="confine the student's process with Landlock").tag(config=True)
+    unconfined = Bool(False, help="grade even where the sandbox cannot be built (every "
+                      "submission is flagged 'unconfined')").tag(config=True)
     limits = Dict({}, help="Limits fields overriding the defaults for every assignment").tag(
         config=True)
 
@@ -162,49 +166,60 @@ class JudgedExecute(_CourseStep):
             if cell.cell_type == "code" and not is_test_cell(cell):
                 for why in scan(cell.source):
                     self._flag(resources, "suspicious", why)
-        scratch = Path(tempfile.mkdtemp(prefix=f"grade-{student}-"))
-        try:
-            self._fill_scratch(scratch, resources)
-            judge = Judge(str(scratch), self._limits(released), self.landlock)
-            judge.run(nb, _setup_source(released))
-            assignment, student, notebook = self._where(resources)
-            add_flags(self.course_root, assignment, student, notebook,
-                      [f.as_dict() for f in judge.flags])
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        judge = Judge(self._scratch_files(resources), self._answers(resources),
+                      self._limits(released), self.landlock, confinement(self.unconfined))
+        judge.run(nb)
+        add_flags(self.course_root, assignment, student, notebook,
+                  [f.as_dict() for f in judge.flags])
         return nb, resources
 
-    def _fill_scratch(self, scratch: Path, resources) -> None:
+    def _answers(self, resources) -> frozenset[str]:
+        """The names the instructor's solution cells define (see answers.py)."""
+        assignment, _, notebook = self._where(resources)
+        path = Path(self.course_root) / "source" / assignment / f"{notebook}.ipynb"
+        source = nbformat.read(path, as_version=4)
+        return answers.declared([c.source for c in source.cells
+                                 if c.cell_type == "code" and is_solution(c)])
+
+    def _scratch_files(self, resources) -> dict[str, bytes]:
         """The student's own files, then the released files over them; never a notebook with
-        hidden tests in it."""
+        hidden tests in it, never a link."""
         assignment, student, _ = self._where(resources)
         root = Path(self.course_root)
         submitted = root / "submitted" / student / assignment
         release = root / "release" / assignment
-        for src in sorted(submitted.iterdir()) if submitted.is_dir() else []:
-            name = src.name
-            if name.removesuffix(".py") in PROTECTED:
+        files: dict[str, bytes] = {}
+        for path in _regular_files(submitted):
+            name = str(path.relative_to(submitted))
+            top = name.split("/")[0]
+            if top.removesuffix(".py") in PROTECTED:
                 self._flag(resources, "shadowing",
-                           f"submitted {name}, which would hide the real {name.removesuffix('.py')}"
+                           f"submitted {top}, which would hide the real {top.removesuffix('.py')}"
                            " package; removed")
                 continue
-            if src.is_symlink():
-                self._flag(resources, "suspicious", f"submitted a symbolic link {name}; removed")
+            files[name] = path.read_bytes()
+        for path in _regular_files(release):
+            if path.suffix == ".ipynb":
                 continue
-            if src.is_dir():
-                shutil.copytree(src, scratch / name, symlinks=False,
-                                ignore=shutil.ignore_patterns("*.lnk"))
-            else:
-                shutil.copy2(src, scratch / name)
-        for src in sorted(release.rglob("*")):
-            if src.is_dir() or src.suffix == ".ipynb":
-                continue
-            dest = scratch / src.relative_to(release)
-            if dest.exists() and dest.read_bytes() != src.read_bytes():
-                self._flag(resources, "helper", f"{dest.relative_to(scratch)} differed from the "
-                           "released file; the instructor's copy was used")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest)
+            name = str(path.relative_to(release))
+            data = path.read_bytes()
+            if name in files and files[name] != data:
+                self._flag(resources, "helper", f"{name} differed from the released file; the "
+                           "instructor's copy was used")
+            files[name] = data
+        return files
+
+
+def _regular_files(folder: Path) -> list[Path]:
+    """Regular files under `folder`, links neither followed nor listed."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if stat.S_ISREG(path.lstat().st_mode):
+                found.append(path)
+        dirnames[:] = sorted(d for d in dirnames if not (Path(dirpath) / d).is_symlink())
+    return found
 
 
 def _take_outputs(nb, executed) -> bool:
@@ -217,15 +232,3 @@ def _take_outputs(nb, executed) -> bool:
         if a.cell_type == "code":
             a.outputs, a.execution_count = b.outputs, b.execution_count
     return True
-
-
-def _setup_source(released) -> str | None:
-    """The notebook's first code cell, when it is read-only instructor code (the imports)."""
-    for cell in released.cells:
-        if cell.cell_type != "code":
-            continue
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("locked") and not meta.get("grade") and not meta.get("solution"):
-            return cell.source
-        return None
-    return None

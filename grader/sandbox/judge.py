@@ -1,12 +1,14 @@
 """Run one notebook the safe way: the student's cells in their process, the tests in ours.
 
 Each code cell goes to one side:
-- a test cell (nbgrader `grade` without `solution`) runs here, in the grader's process, with
-  the names it uses looked up in the student's process (functions and classes as `Remote`s,
-  data as plain values). Its verdict, and the reference it compares with, never leave here.
-- every other cell (setup, solutions, training) runs in the student's process.
-The notebook's first cell (the imports, instructor code) runs on both sides; the names it binds
-are pinned here, so a student cannot swap `torch` or a check helper under the tests.
+- a test cell (nbgrader `grade` without `solution`) runs here, in the grader's process. Its
+  verdict, and the reference it compares with, never leave here. From the student's process it
+  takes only the student's answers (answers.py: what the solution cells define, and what the
+  instructor's cells computed from them, such as a trained model), functions and classes as
+  `Remote`s, data as plain values; all of them at the start of every test cell, so what is
+  requested says nothing about what the (hidden) test uses.
+- every other cell runs in the student's process; the instructor's own cells (imports, data
+  generators, constants, given classes) run here too, so a test uses the grader's copy of them.
 
 When the student's process dies (timeout, memory, crash, os._exit) the cell that killed it is
 marked, a fresh process replays the earlier cells, and grading goes on.
@@ -18,14 +20,21 @@ import builtins
 import contextlib
 import io
 import time
-import types
 from dataclasses import dataclass, field
 
 import nbformat
 
-from grader.preprocessors import is_test_cell
+from grader.preprocessors import is_instructor_cell, is_test_cell
+from grader.sandbox import answers
 from grader.sandbox.remote import Link, Remote
-from grader.sandbox.session import Limits, RemoteError, Session, WorkerDied
+from grader.sandbox.session import (
+    Confinement,
+    Limits,
+    RemoteError,
+    Session,
+    WorkerDied,
+    confinement,
+)
 
 MAX_RESTARTS = 3
 KEEP_CHARS = 50_000  # printed characters kept per cell in the graded notebook
@@ -43,9 +52,11 @@ class Flag:
 
 @dataclass
 class Judge:
-    scratch: str
+    files: dict[str, bytes]  # the scratch folder's contents: relative path -> bytes
+    answers: frozenset[str]  # the names the student's solution cells define (answers.py)
     limits: Limits = field(default_factory=Limits)
     landlock: bool = True
+    confined: Confinement | None = None
     flags: list[Flag] = field(default_factory=list)
 
     def flag(self, kind: str, detail: str) -> None:
@@ -54,7 +65,8 @@ class Judge:
 
     # ----- the student's process ------------------------------------------------------------
     def _start(self, deadline: float | None = None) -> None:
-        self.session = Session(self.scratch, self.limits, self.landlock)
+        self.session = Session(self.files, self.limits, self.landlock,
+                               self.confined or confinement())
         if deadline:
             self.session.deadline = deadline
         self.session.start()
@@ -83,19 +95,18 @@ class Judge:
         return True
 
     # ----- the notebook ---------------------------------------------------------------------
-    def run(self, nb, setup_source: str | None) -> nbformat.NotebookNode:
-        """Execute `nb` in place (outputs filled in); setup_source: the trusted first cell."""
+    def run(self, nb) -> nbformat.NotebookNode:
+        """Execute `nb` in place (outputs filled in)."""
         self.restarts, self.killers, self.worker_cells = 0, set(), []
         self.ns = {"__name__": "__main__", "__builtins__": builtins}
         self.bound: dict[str, tuple[int, str]] = {}
-        self.pinned: set[str] = set()
+        self.theirs = set(self.answers)  # names a test takes from the student's process
+        self.tainted = set(self.answers)
         self._printed = None
+        for kind, detail in (self.confined or confinement()).flags():
+            self.flag(kind, detail)
         self._start()
         try:
-            if setup_source:
-                before = set(self.ns)
-                exec(compile(setup_source, "<setup>", "exec"), self.ns)  # instructor code
-                self.pinned = set(self.ns) - before
             stopped = None
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
@@ -107,6 +118,8 @@ class Judge:
                 if is_test_cell(cell):
                     self._run_test(index, cell)
                 else:
+                    if is_instructor_cell(cell):
+                        self._run_ours(index, cell)
                     self._run_student(index, cell)
                 if not self.session.alive and not self._restart(index + 1):
                     stopped = ("this cell was not run: the notebook's process stopped too many "
@@ -114,6 +127,24 @@ class Judge:
         finally:
             self.session.close()
         return nb
+
+    def _run_ours(self, index: int, cell) -> None:
+        """The grader's copy of an instructor cell: what does not use the student's answers."""
+        code, theirs = answers.split(cell.source, self.tainted)
+        self.theirs |= theirs
+        if code is None:
+            return
+        before = {k: id(v) for k, v in self.ns.items()}
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                exec(compile(code, f"<instructor cell {index + 1}>", "exec"), self.ns)
+        except Exception as e:  # the instructor's code: a failure here is the grader's
+            self.flag("grader", f"cell {index + 1}: the instructor's code failed on the "
+                      f"grader's side ({type(e).__name__}: {e})")
+        for name, value in self.ns.items():
+            if before.get(name) != id(value):
+                self.bound[name] = (index, "grader")
 
     def _run_student(self, index: int, cell) -> None:
         self.worker_cells.append((index, cell.source))
@@ -134,7 +165,7 @@ class Judge:
                                        [str(x) for x in err.get("traceback", [])][:20]))
         bound = reply.get("bound")
         for name in bound if isinstance(bound, list) else []:
-            if isinstance(name, str) and name not in self.pinned:
+            if isinstance(name, str) and name in self.theirs:  # other names stay ours
                 self.bound[name] = (index, "worker")
 
     def _run_test(self, index: int, cell) -> None:
@@ -144,7 +175,7 @@ class Judge:
             cell.outputs = [_error("SyntaxError", f"the test cell does not compile: {e}")]
             self.flag("tampered", f"cell {index + 1}: a test cell that does not compile")
             return
-        self._import_names(code)
+        self._import_answers()
         before = {k: id(v) for k, v in self.ns.items()}
         self._printed = []
         out = io.StringIO()
@@ -165,15 +196,15 @@ class Judge:
         if error is not None:
             cell.outputs.append(error)
         for name, value in self.ns.items():
-            if before.get(name) != id(value) and name not in self.pinned:
+            if before.get(name) != id(value):
                 self.bound[name] = (index, "grader")
 
-    def _import_names(self, code) -> None:
-        """Bind, here, the names the test uses that the student's cells defined last."""
-        for name in sorted(_names(code)):
+    def _import_answers(self) -> None:
+        """Bind, here, every answer the student's cells defined last (all of them, whatever
+        the test uses: the requests reveal nothing of a hidden test)."""
+        for name in sorted(self.theirs):
             where = self.bound.get(name)
-            if (name in self.pinned or name in _BUILTINS or where is None
-                    or where[1] != "worker"):
+            if name in _BUILTINS or where is None or where[1] != "worker":
                 continue
             try:
                 self.ns[name] = self.link.get(name)
@@ -198,14 +229,6 @@ class _Unusable:
 
     def __call__(self, *a, **k):
         return self.__getattr__("")
-
-
-def _names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names(const) | set(const.co_freevars)
-    return names
 
 
 def _text(value, limit: int = KEEP_CHARS) -> str:

@@ -8,45 +8,110 @@ deadline; a process that dies, hangs or floods is killed with its whole process 
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
+import functools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.sandbox import codec
+from grader.sandbox import cgroup, codec, namespaces
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How students' processes are isolated on this machine (see namespaces.py, cgroup.py)."""
+
+    sandboxed: bool  # inside bubblewrap's namespaces, as an unprivileged user
+    cgroups: bool  # memory and process count bounded by a cgroup per turn (else rlimits)
+    why_not: str = ""  # what is missing, in words
+
+    def flags(self) -> list[tuple[str, str]]:
+        """The flags every submission graded under this confinement carries."""
+        out = []
+        if not self.sandboxed:
+            out.append(("unconfined", "graded WITHOUT the sandbox (--unconfined): "
+                        + self.why_not))
+        if not self.cgroups:
+            out.append(("limits", "memory and process limits were rlimits, not a cgroup "
+                        "(no writable cgroup hierarchy here)"))
+        return out
+
+
+@functools.lru_cache(maxsize=2)
+def confinement(unconfined: bool = False) -> Confinement:
+    """The isolation this machine gives; raises IsolationUnavailable when the sandbox cannot
+    be built, unless the instructor asked to grade `unconfined` anyway."""
+    why = namespaces.probe()
+    if why and not unconfined:
+        raise namespaces.IsolationUnavailable(
+            f"cannot isolate students' code here: {why}. Fix that, or pass --unconfined to grade "
+            "without isolation (every submission is then flagged 'unconfined')")
+    return Confinement(sandboxed=not why and not unconfined, cgroups=cgroup.available() is None,
+                       why_not=why or "the instructor asked for it")
 
 
 class Zygote:
     """The grader's handle on zygote.py: one per grading process, started on first use."""
 
-    def __init__(self):
+    def __init__(self, confined: Confinement):
+        self.confined = confined
         self.sock, theirs = socket.socketpair()
-        self.proc = subprocess.Popen([sys.executable, "-m", "grader.sandbox.zygote",
-                                      str(theirs.fileno())], pass_fds=[theirs.fileno()],
-                                     stdin=subprocess.DEVNULL)
+        if confined.sandboxed:
+            self.scratch = namespaces.SCRATCH
+            setup = {"sandboxed": True, "empty": [self.scratch, "/tmp", "/dev/shm"]}
+        else:
+            self.scratch = tempfile.mkdtemp(prefix="grade-scratch-")
+            setup = {"sandboxed": False, "empty": [self.scratch]}
+        argv = [sys.executable, "-m", "grader.sandbox.zygote", str(theirs.fileno()),
+                json.dumps(setup)]
+        env = namespaces.environment()
+        if not confined.sandboxed:
+            env.update(HOME=self.scratch, TMPDIR=self.scratch)
+        started = time.monotonic()
+        self.proc = subprocess.Popen(namespaces.command(argv) if confined.sandboxed else argv,
+                                     pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     env=env, cwd=self.scratch if not confined.sandboxed else None)
         theirs.close()
         self.lock = threading.Lock()
         self.reader = self.sock.makefile("rb")
-        if json.loads(self.reader.readline() or b"{}").get("ready") is not True:
-            raise RuntimeError("the grader's worker server did not start")
+        ready = json.loads(self.reader.readline() or b"{}")
+        if ready.get("ready") is not True:
+            error = self.proc.stderr.read().decode(errors="replace")[-1000:] if \
+                self.proc.poll() is not None else ""
+            raise RuntimeError(f"the grader's worker server did not start: {error}")
+        self.start_seconds = time.monotonic() - started
+        self.start_cpu = float(ready.get("cpu", 0.0))
+        self.host_pid = _host_pid(self.proc.pid, ready["pid"]) if confined.sandboxed \
+            else self.proc.pid
 
     def _ask(self, request: dict, fds=()) -> dict:
         with self.lock:
             socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
             return json.loads(self.reader.readline())
 
-    def fork(self, config: dict, fd: int) -> int:
-        return self._ask({"op": "fork", "config": config}, [fd])["pid"]
+    def fork(self, config: dict, fd: int) -> tuple[int, int]:
+        """A new worker: (its pid as the zygote sees it, its pid on this machine)."""
+        pid = self._ask({"op": "fork", "config": config}, [fd])["pid"]
+        host = _host_pid(self.host_pid, pid) if self.confined.sandboxed else pid
+        return pid, host
 
     def exit_code(self, pid: int) -> int | None:
         return self._ask({"op": "status", "pid": pid})["code"]
+
+    def sweep(self) -> dict:
+        """Between two students: no process of the last one left, its files gone."""
+        return self._ask({"op": "sweep"})
 
     def stop(self) -> None:
         self.reader.close()
@@ -55,17 +120,30 @@ class Zygote:
             self.proc.wait(5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        if not self.confined.sandboxed:
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-_zygote: Zygote | None = None
+def _host_pid(ancestor: int, ns_pid: int) -> int:
+    """The pid on this machine of the process that `ancestor`'s PID namespace calls ns_pid."""
+    for pid in sorted(descendants(ancestor)):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("NSpid:") and int(line.split()[-1]) == ns_pid \
+                        and len(line.split()) > 2:
+                    return pid
+    raise ProcessLookupError(f"no process {ns_pid} in the sandbox of process {ancestor}")
 
 
-def zygote() -> Zygote:
-    global _zygote
-    if _zygote is None or _zygote.proc.poll() is not None:
-        _zygote = Zygote()
-        atexit.register(_zygote.stop)
-    return _zygote
+_zygotes: dict[Confinement, Zygote] = {}
+
+
+def zygote(confined: Confinement) -> Zygote:
+    z = _zygotes.get(confined)
+    if z is None or z.proc.poll() is not None:
+        z = _zygotes[confined] = Zygote(confined)
+        atexit.register(z.stop)
+    return z
 
 
 WALL_FACTOR = 3  # wall-clock cap of a cell, in multiples of its CPU-time budget
@@ -96,51 +174,62 @@ class RemoteError(Exception):
         self.ename, self.evalue, self.traceback = ename, evalue, traceback
 
 
-def python_paths() -> list[str]:
-    """Folders the student's process must read to import Python packages."""
-    import grader
-
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(grader.__file__).parent)}
-    paths |= {p for p in sys.path if p and "site-packages" in p}
-    return sorted(paths | {"/usr", "/lib", "/lib64", "/etc", "/proc", "/sys", "/opt"})
+def landlock_paths() -> list[str]:
+    """Folders the student's process may read (Landlock, the second layer): what Python needs."""
+    system = [p for p in ("/usr", "/lib", "/lib64", "/etc", "/proc", "/dev", "/opt")
+              if os.path.isdir(p)]
+    return sorted(set(namespaces.readable_paths()) | set(system))
 
 
 @dataclass
 class Session:
-    """One student's process for one notebook."""
+    """One student's process for one notebook: forked from the zygote inside the sandbox, in a
+    cgroup of its own (where cgroups are writable), with `files` written into its scratch."""
 
-    scratch: Path
+    files: dict[str, bytes]
     limits: Limits = field(default_factory=Limits)
     landlock: bool = True
+    confined: Confinement = field(default_factory=confinement)
     deadline: float = 0.0  # time.monotonic() by which the whole notebook must be done
-    pid: int | None = None
+    pid: int | None = None  # as the zygote knows it (inside the sandbox)
+    host_pid: int | None = None  # as this machine knows it
     exit_code: int | None = None
     killed: bool = False  # by us: whatever its state, it is finished
     conn: object = None
     killed_for: str | None = None
+    group: cgroup.Cgroup | None = None
 
     def start(self) -> None:
         from multiprocessing.connection import Connection
 
+        z = zygote(self.confined)
         ours, theirs = socket.socketpair()
-        config = {"scratch": str(self.scratch), "read": python_paths(),
-                  "write": ["/dev", "/dev/shm"], "landlock": self.landlock,
-                  "memory_bytes": self.limits.memory_bytes,
-                  "max_processes": self.limits.max_processes if os.geteuid() != 0 else 0,
-                  "max_file_bytes": self.limits.max_file_bytes}
+        if self.confined.cgroups:
+            self.group = cgroup.Cgroup(self.limits.memory_bytes, self.limits.max_processes)
+        nproc = 0 if self.group or os.geteuid() == 0 and not self.confined.sandboxed else (
+            self.limits.max_processes + 16 * (os.cpu_count() or 1))  # counted per user
+        config = {"scratch": z.scratch, "read": landlock_paths(),
+                  "write": ["/dev", "/tmp"] if self.confined.sandboxed else ["/dev"],
+                  "landlock": self.landlock, "memory_bytes": self.limits.memory_bytes,
+                  "max_processes": nproc, "max_file_bytes": self.limits.max_file_bytes}
         try:
-            self.pid = zygote().fork(config, theirs.fileno())
+            self.pid, self.host_pid = z.fork(config, theirs.fileno())
         finally:
             theirs.close()
+        if self.group is not None:
+            self.group.add(self.host_pid)  # before any student code: it waits for a request
         self.conn = Connection(ours.detach())
         if not self.deadline:
             self.deadline = time.monotonic() + self.limits.notebook_timeout
+        files = [[name, base64.b64encode(data).decode("ascii")]
+                 for name, data in sorted(self.files.items())]
+        self.request({"op": "files", "files": files}, timeout=60)
 
     @property
     def alive(self) -> bool:
         if self.pid is None or self.exit_code is not None or self.killed:
             return False
-        self.exit_code = zygote().exit_code(self.pid)
+        self.exit_code = zygote(self.confined).exit_code(self.pid)
         return self.exit_code is None
 
     def request(self, message: dict, timeout: float | None = None) -> dict:
@@ -196,7 +285,7 @@ class Session:
 
     def _cpu_seconds(self) -> float:
         try:
-            text = Path(f"/proc/{self.pid}/stat").read_text()
+            text = Path(f"/proc/{self.host_pid}/stat").read_text()
         except OSError:
             return 0.0
         fields = text[text.rindex(")") + 2:].split()
@@ -208,27 +297,34 @@ class Session:
             time.sleep(0.02)
         return self.exit_code
 
+    def _out_of_memory(self) -> bool:
+        return self.group is not None and self.group.oom_kills() > 0
+
     def _death_kind(self) -> str:
-        code = self._wait()
-        return "memory" if code == -signal.SIGKILL else "crash"  # SIGKILL: the OOM killer
+        self._wait()
+        return "memory" if self._out_of_memory() else "crash"
 
     def _death(self) -> str:
         code = self._wait()
+        oom = self._out_of_memory()
         self.kill()
         if code is None:
             return "the notebook's process stopped answering"
+        if oom:
+            return (f"the notebook's process used more than its "
+                    f"{self.limits.memory_bytes / 2**30:g} GiB of memory and was stopped")
         if code < 0:
-            name = signal.Signals(-code).name
-            hint = (" (out of memory?)" if -code in (signal.SIGKILL, signal.SIGSEGV,
-                                                    signal.SIGBUS) else "")
-            return f"the notebook's process was killed by {name}{hint}"
-        return f"the notebook's process exited with status {code} (sys.exit or os._exit?)"
+            return f"the notebook's process was killed by {signal.Signals(-code).name}"
+        return f"the notebook's process exited with status {code} (sys.exit or os._exit)"
 
     def kill(self) -> None:
-        """Kill the student's process, its process group and anything it started."""
-        if self.pid is None:
+        """Kill the student's process and everything it started (its cgroup, or its process
+        group and descendants), then have the zygote sweep the sandbox clean."""
+        if self.pid is None or self.killed:
             return
-        pid = self.pid
+        if self.group is not None:
+            self.group.end()
+        pid = self.host_pid
         others = descendants(pid) | session_members(pid)  # before they are orphaned
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
@@ -238,6 +334,11 @@ class Session:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
         self.killed = True
+        z = zygote(self.confined)
+        with contextlib.suppress(OSError, ValueError):
+            z.sweep()
+        if self.group is not None:
+            self.group.remove()
 
     def close(self) -> None:
         self.kill()

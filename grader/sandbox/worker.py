@@ -7,6 +7,7 @@ and references stay in the grader's process.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import os
@@ -71,6 +72,7 @@ class Worker:
         self.numbers: dict[int, int] = {}  # id(object) -> reference number
         self.calls: dict[int, tuple] = {}  # call number -> (outputs, leaves) kept for backward
         self.shell = None
+        self.confinement: dict = {}
 
     # ----- references -------------------------------------------------------------------
     def to_ref(self, obj) -> codec.Ref:
@@ -160,7 +162,19 @@ class Worker:
         return {"value": self.encode({n: p.grad for n, p in module.named_parameters()})}
 
     def op_ping(self, msg):
-        return {"value": os.getpid()}
+        return {"value": os.getpid(), "confinement": self.confinement}
+
+    def op_files(self, msg):
+        """Write the grader's files (the student's own, then the released ones) into scratch."""
+        root = os.path.realpath(self.config["scratch"])
+        for name, data in msg["files"]:
+            path = os.path.realpath(os.path.join(root, name))
+            if not path.startswith(root + os.sep):
+                raise ValueError(f"file name {name!r} leaves the scratch folder")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(base64.b64decode(data))
+        return {"value": len(msg["files"])}
 
     def serve(self):
         while True:
@@ -193,12 +207,17 @@ def _tensors(value):
 
 
 def confine(config: dict) -> dict:
-    """Limits and the filesystem sandbox, applied before any student code runs."""
+    """Limits and the second filesystem layer, applied before any student code runs. (The first
+    layer, the sandbox's namespaces, was set up before this process's parent started.)"""
     report = {}
-    os.setsid()  # its own session and process group: killed as a whole afterwards
+    os.setsid()  # its own session and process group
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # C-level prints must not reach the grader's terminal
         os.dup2(devnull, fd)
+    with contextlib.suppress(OSError):
+        from grader.sandbox.zygote import _PR_SET_DUMPABLE, _prctl
+
+        _prctl(_PR_SET_DUMPABLE, 1)  # its own children may inspect it (the zygote stays closed)
     limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, config["max_file_bytes"])]
     if config.get("memory_bytes"):
         limits.append((resource.RLIMIT_AS, config["memory_bytes"]))
@@ -209,8 +228,6 @@ def confine(config: dict) -> dict:
             resource.setrlimit(which, (value, value))
     scratch = config["scratch"]
     os.chdir(scratch)
-    os.environ.update({"HOME": scratch, "TMPDIR": scratch, "MPLBACKEND": "Agg",
-                       "NBGRADER_EXECUTION": "autograde"})
     sys.path[:] = [p for p in sys.path if p not in ("", ".", scratch)]
     sys.path.insert(0, scratch)
     if config.get("landlock", True):
@@ -224,10 +241,11 @@ def confine(config: dict) -> dict:
 
 def main(conn, config: dict) -> None:
     """Entry point of the forked process (see session.py)."""
-    confine(config)
+    confinement = confine(config)
     from IPython.core.interactiveshell import InteractiveShell
 
     worker = Worker(conn, config)
+    worker.confinement = confinement
     worker.shell = InteractiveShell.instance()
     worker.shell.showtraceback = lambda *a, **k: None  # errors are reported as data instead
     worker.serve()

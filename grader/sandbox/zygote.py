@@ -1,20 +1,35 @@
-"""A clean, pre-imported process that forks one worker per notebook.
+"""A clean, pre-imported process, inside the sandbox (namespaces.py), that forks one worker per
+notebook.
 
-Importing torch costs seconds of CPU; this process pays it once per grading run and then forks
-(milliseconds). It never runs student code itself. Protocol, over a Unix socket: the grader sends
-a JSON request, with the worker's end of a socket pair attached for "fork"; the answer is JSON.
+Importing torch costs seconds of CPU; this process pays it once per grading process and then
+forks (milliseconds). It never runs student code itself. Protocol, over a Unix socket: the grader
+sends a JSON request, with the worker's end of a socket pair attached for "fork"; the answer is
+JSON. Between two students the grader asks for a "sweep": every other process of the sandbox is
+killed (as the sandbox's subreaper this process inherits every orphan) and the scratch, /tmp and
+/dev/shm are emptied, so nothing of one student is there for the next.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import sys
+import time
 
 PRELOAD = ("torch", "torch.nn", "torch.nn.functional", "numpy",
            "IPython.core.interactiveshell", "grader.checks", "grader.sandbox.worker")
+_PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
+
+
+def _prctl(option: int, value: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
 
 
 def _reap(statuses: dict) -> None:
@@ -45,7 +60,37 @@ def _fork(config: dict, fd: int, server: socket.socket) -> int:
     return pid
 
 
-def serve(sock: socket.socket) -> None:
+def _others() -> list[int]:
+    """Every process of the sandbox's PID namespace but its init and this one."""
+    me = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
+
+
+def sweep(statuses: dict, setup: dict) -> dict:
+    """Kill every process of the sandbox but this one, and empty the writable folders."""
+    killed = 0
+    for _ in range(100 if setup["sandboxed"] else 0):  # a fork bomb may still be forking
+        others = _others()
+        if not others:
+            break
+        for pid in others:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        time.sleep(0.005)
+        _reap(statuses)
+    for folder in setup["empty"]:
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
+    return {"killed": killed, "left": len(_others()) if setup["sandboxed"] else 0}
+
+
+def serve(sock: socket.socket, setup: dict) -> None:
     statuses: dict[int, int] = {}
     while True:
         try:
@@ -58,6 +103,9 @@ def serve(sock: socket.socket) -> None:
         _reap(statuses)
         if request["op"] == "fork":
             answer = {"pid": _fork(request["config"], fds[0], sock)}
+        elif request["op"] == "sweep":
+            answer = sweep(statuses, setup)
+            statuses.clear()
         else:  # status
             pid = request["pid"]
             answer = {"code": statuses.pop(pid, None)}
@@ -88,6 +136,17 @@ def warm_up() -> None:
 
 
 def main() -> None:
+    """argv: the socket's file descriptor, and a JSON setup: {"sandboxed": bool (inside
+    namespaces.py's sandbox: the sweep may kill every other process it sees), "empty": [the
+    folders a sweep empties]}."""
+    setup = json.loads(sys.argv[2])
+    # Orphans of a worker (double forks, setsid) become ours, so a sweep finds them all; and
+    # nothing of the same user may read or trace this process's memory.
+    with contextlib.suppress(OSError):
+        _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    with contextlib.suppress(OSError):
+        _prctl(_PR_SET_DUMPABLE, 0)
+    started = time.process_time()
     for name in PRELOAD:
         __import__(name)
     import torch
@@ -97,8 +156,9 @@ def main() -> None:
     torch.set_num_threads(1)
     warm_up()
     sock = socket.socket(fileno=int(sys.argv[1]))
-    sock.sendall(b'{"ready": true}\n')
-    serve(sock)
+    sock.sendall(json.dumps({"ready": True, "cpu": time.process_time() - started,
+                             "uid": os.getuid(), "pid": os.getpid()}).encode() + b"\n")
+    serve(sock, setup)
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def test_landlock_hides_the_reference_from_a_child():
 
 @pytest.fixture
 def session():
-    s = Session(Path(tempfile.mkdtemp()), Limits(cell_timeout=5, notebook_timeout=60))
+    s = Session({}, Limits(cell_timeout=5, notebook_timeout=60))
     s.start()
     yield s
     s.close()
@@ -163,13 +163,11 @@ def test_released_helper_files_replace_the_students_copies(tmp_path):
     (submitted / "data" / "table.csv").write_text("a table made to pass")
     (submitted / "notes.txt").write_text("mine")
     (submitted / "torch.py").write_text("allclose = lambda *a: True")
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
     resources = {"nbgrader": {"assignment": "hw", "student": "ann", "notebook": "hw"}}
-    JudgedExecute(course_root=str(root))._fill_scratch(scratch, resources)
-    assert (scratch / "data" / "table.csv").read_text() == "the instructor's table"
-    assert (scratch / "notes.txt").read_text() == "mine"
-    assert not (scratch / "torch.py").exists()
-    assert not (scratch / "hw.ipynb").exists(), "no released notebook in the scratch folder"
+    files = JudgedExecute(course_root=str(root))._scratch_files(resources)
+    assert files["data/table.csv"] == b"the instructor's table"
+    assert files["notes.txt"] == b"mine"
+    assert "torch.py" not in files
+    assert "hw.ipynb" not in files, "no released notebook in the scratch folder"
     kinds = {f["kind"] for f in read_flags(root, "hw", "ann")}
     assert {"helper", "shadowing"} <= kinds

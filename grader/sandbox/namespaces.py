@@ -1,0 +1,154 @@
+"""The sandbox a student's process lives in: bubblewrap (Debian's `bwrap`) and `setpriv`.
+
+The grader starts one fork server (zygote.py) per grading process inside this sandbox; every
+student's process is forked from it, so torch is imported once and the sandbox is built once.
+What the sandbox gives (each is the kernel's, set up by bwrap, not by us):
+- its own PID namespace (no process of the grader or of the machine is visible or signallable),
+  network namespace (no network of any kind: no TCP, UDP or routes; only a loopback that is
+  down), IPC and UTS namespaces, and a new mount namespace;
+- a root filesystem made only of read-only binds of what Python needs (the interpreter, the
+  venv, the `grader` package, /usr) and private tmpfs mounts for /tmp, /dev/shm and the scratch
+  folder, each with a size limit. The course, the gradebook, `solutions`, `assignments`, /root,
+  /home and most of /etc simply do not exist in there;
+- a minimal, explicit environment (nothing of the grader's: no database URL, no hub token);
+- an unprivileged user: when the grader runs as root, `setpriv` drops to `nobody` with no
+  capabilities, an empty bounding set and no_new_privs; otherwise bwrap runs as the invoking
+  user in a new user namespace.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+SANDBOX_UID = 65534  # nobody
+SCRATCH = "/scratch"  # the student's working folder, inside the sandbox
+# Variables a test run may pass through (a tag to find the run's processes; never a secret).
+PASS_THROUGH = ("GRADER_TEST_TAG",)
+# /etc files Python and its libraries read; everything else of /etc stays out.
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "mime.types")
+
+
+class IsolationUnavailable(RuntimeError):
+    """The sandbox cannot be built on this machine; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    scratch_bytes: int = 256 * 2**20  # the student's working folder
+    tmp_bytes: int = 64 * 2**20  # /tmp
+    shm_bytes: int = 64 * 2**20  # /dev/shm
+
+
+def environment() -> dict[str, str]:
+    """The student's process's whole environment."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": SCRATCH, "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+           "USER": "student", "LOGNAME": "student", "MPLBACKEND": "Agg",
+           "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython",
+           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "NBGRADER_EXECUTION": "autograde"}
+    env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
+    return env
+
+
+def readable_paths() -> list[str]:
+    """Folders the sandbox binds read-only: the interpreter, its packages and `grader`."""
+    import grader
+
+    paths = {sys.base_prefix, sys.prefix, str(Path(grader.__file__).parent)}
+    paths |= {p for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
+    paths = {os.path.realpath(p) for p in paths if os.path.isdir(p)} | {
+        p for p in paths if os.path.isdir(p)}  # the path as seen, and where it really is
+    outer = sorted(paths)
+    return [p for p in outer if not any(p != q and p.startswith(q + "/") for q in outer)]
+
+
+def hidden_paths() -> list[str]:
+    """Folders inside the bound ones that the student must not see: the reference package
+    (installed non-editable it sits in site-packages, beside `grader`)."""
+    hidden = []
+    spec = importlib.util.find_spec("solutions")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        hidden.append(os.path.realpath(location))
+    return hidden
+
+
+def _ancestors(path: str) -> list[str]:
+    parts = Path(path).parts[1:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def command(argv: list[str], sizes: Sizes = Sizes()) -> list[str]:
+    """The command line that runs `argv` inside the sandbox."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise IsolationUnavailable("bubblewrap (bwrap) is not installed; install Debian's "
+                                   "package `bubblewrap`")
+    cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc",
+           "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+           "--hostname", "sandbox", "--clearenv"]
+    for key, value in environment().items():
+        cmd += ["--setenv", key, value]
+    cmd += ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        target = Path("/", name)
+        if target.is_symlink():
+            cmd += ["--symlink", os.readlink(target), f"/{name}"]
+        elif target.is_dir():
+            cmd += ["--ro-bind", str(target), f"/{name}"]
+    for name in ETC:
+        if Path("/etc", name).exists():
+            cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    made = {"/etc", "/usr"}
+    for path in readable_paths():
+        for parent in _ancestors(path):
+            if parent not in made:  # bwrap would make it 0700: unreadable for `nobody`
+                cmd += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+        cmd += ["--ro-bind", path, path]
+        made.add(path)
+    for path in hidden_paths():
+        cmd += ["--perms", "0000", "--tmpfs", path]
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    for path, size in ((SCRATCH, sizes.scratch_bytes), ("/tmp", sizes.tmp_bytes),
+                       ("/dev/shm", sizes.shm_bytes)):
+        cmd += ["--perms", "1777", "--size", str(size), "--tmpfs", path]
+    cmd += ["--chdir", SCRATCH, "--"]
+    if os.geteuid() == 0:  # bwrap ran privileged: become nobody, for good, before Python starts
+        cmd += [shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",
+                f"--regid={SANDBOX_UID}", "--clear-groups", "--inh-caps=-all",
+                "--bounding-set=-all", "--no-new-privs", "--"]
+    return cmd + argv
+
+
+@functools.lru_cache(maxsize=1)
+def probe() -> str | None:
+    """None when the sandbox works here; otherwise why not (bwrap's own words)."""
+    try:
+        cmd = command([sys.executable, "-c", "import os; print(os.getuid())"])
+    except IsolationUnavailable as e:
+        return str(e)
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bwrap could not be started: {e}"
+    if run.returncode != 0:
+        return f"bwrap failed: {(run.stderr or run.stdout).strip()[-500:]}"
+    if os.geteuid() == 0 and run.stdout.strip() != str(SANDBOX_UID):
+        return f"the sandbox runs as uid {run.stdout.strip()}, not {SANDBOX_UID}"
+    return None
+
+
+def describe() -> str:
+    user = "nobody" if os.geteuid() == 0 else f"uid {os.geteuid()} in a user namespace"
+    return f"bubblewrap namespaces (pid, net, ipc, uts, mount), read-only binds, as {user}"
