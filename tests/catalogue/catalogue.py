@@ -1,9 +1,11 @@
 """The catalogue of common mistakes: realistic slips, each a small edit to a correct answer.
 
 Each entry says which assignment and solution cell it changes, the exact text it replaces, and
-`cause`: words the failure messages should contain when the grader names the likely cause
-(None where the test can only say that something is wrong). tests/catalogue/test_catalogue.py
-proves that every mistake loses points on a hidden test and that most failures name the cause.
+`cause`: the id (grader/checks/causes.py) of its true cause, or None where no test can tell the
+cause apart (the failure then only says what is wrong). tests/catalogue/test_catalogue.py grades
+them all through `autograde` and proves that every mistake loses points, that no message names a
+wrong cause, and that at least 90% of them name the right one. FORMS are correct answers typed in
+every form the text allows; they must earn full marks.
 """
 
 from dataclasses import dataclass
@@ -16,7 +18,7 @@ class Mistake:
     id: str
     assignment: str
     edit: Edit
-    cause: str | None  # expected (case-insensitive) in a failure message
+    cause: str | None  # the cause id a message should name
 
 
 def m(id, assignment, cell, old, new, cause):
@@ -24,103 +26,247 @@ def m(id, assignment, cell, old, new, cause):
 
 
 SA, SS, BH, RNN, TF = "self_attention", "soft_select", "by_hand", "rnn_attention", "transformer"
+SOFTMAX = "torch.softmax(scores, dim=-1)"
+FILL = 'scores.masked_fill(~mask, float("-inf"))'
+SCALE = "q @ k.transpose(-2, -1) / math.sqrt(d)"
+SPLIT = "x.view(B, -1, self.n_head, self.d_head).transpose(1, 2)"
+MERGE = "y.transpose(1, 2).reshape(B, L, self.d_model)"
+SS_MAX = "z = x - x.amax(dim=dim, keepdim=True)"
+KERNEL = "softmax(-diff**2 / (2 * bandwidth**2), dim=-1)"
+ADD_TANH = "torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))"
+ADD_FILL = 'scores.masked_fill(~mask, float("-inf"))'
+ADD_SOFTMAX = "weights = torch.softmax(scores, dim=-1)"
+LN_STATS = ("mean = x.mean(dim=-1, keepdim=True)\n"
+            "        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)")
+LN_OUT = "(x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias"
+A_SOURCE = ("[[1/14, 9/22, 1/6, 3/6],\n     [9/14, 9/22, 3/6, 1/6],\n     [1/14, 3/22, 1/6, 1/6],\n"
+            "     [3/14, 1/22, 1/6, 1/6]]")
+Z_SOURCE = ("[[1.64, 1.41, 1.50, 1.17],\n     [0.71, 0.82, 0.67, 0.67],\n"
+            "     [-0.57, -0.27, -0.33, 0.00]]")
 
 MISTAKES = [
-    # --- self_attention: scaled dot-product attention and masks
-    m("softmax_wrong_axis", SA, "sdpa", "torch.softmax(scores, dim=-1)",
-      "torch.softmax(scores, dim=-2)", "wrong axis"),
-    m("no_scale", SA, "sdpa", "/ math.sqrt(d)", "", "not divided by sqrt(d)"),
-    m("scale_by_d", SA, "sdpa", "/ math.sqrt(d)", "/ d", "divided by d instead of sqrt(d)"),
+    # --- self_attention: scaled dot-product attention
+    m("softmax_wrong_axis", SA, "sdpa", SOFTMAX, "torch.softmax(scores, dim=-2)",
+      "softmax_over_queries"),
+    m("no_scale", SA, "sdpa", SCALE, "q @ k.transpose(-2, -1)", "not_scaled"),
+    m("scale_by_d", SA, "sdpa", "/ math.sqrt(d)", "/ d", "scaled_by_d"),
+    m("scale_multiplied", SA, "sdpa", "/ math.sqrt(d)", "* math.sqrt(d)", "scale_multiplied"),
+    m("scale_by_keys", SA, "sdpa", "/ math.sqrt(d)", "/ math.sqrt(k.size(-2))",
+      "scaled_by_keys"),
+    m("sdpa_unstable_softmax", SA, "sdpa", SOFTMAX,
+      "scores.exp() / scores.exp().sum(dim=-1, keepdim=True)", "softmax_no_max"),
+    m("returned_scores", SA, "sdpa", "return att @ v, att", "return att @ v, scores",
+      "returned_scores"),
     m("mask_after_softmax", SA, "sdpa",
-      "    if mask is not None:\n        scores = scores.masked_fill(~mask, float(\"-inf\"))\n"
-      "    att = torch.softmax(scores, dim=-1)",
-      "    att = torch.softmax(scores, dim=-1)\n    if mask is not None:\n"
-      "        att = att.masked_fill(~mask, 0.0)", "after the softmax"),
-    m("mask_filled_with_zero", SA, "sdpa", 'masked_fill(~mask, float("-inf"))',
-      "masked_fill(~mask, 0.0)", "filled with 0 instead of -inf"),
-    m("mask_inverted", SA, "sdpa", 'masked_fill(~mask, float("-inf"))',
-      'masked_fill(mask, float("-inf"))', "inverted"),
-    m("causal_off_by_one", SA, "causal_mask", ".tril()", ".tril(-1)", "off by one"),
-    m("causal_transposed", SA, "causal_mask", ".tril()", ".triu()", "transposed"),
-    m("cpu_tensor_in_function", SA, "causal_mask", ", device=device)", ")", "device="),
-    m("hard_coded_cuda", SA, "causal_mask", "device=device)", 'device="cuda")', "cuda"),
-    # --- self_attention: multi-head attention and positions
-    m("heads_without_transpose", SA, "mha",
-      "x.view(B, -1, self.n_head, self.d_head).transpose(1, 2)",
-      "x.view(B, self.n_head, -1, self.d_head)", "split with view/reshape but without"),
-    m("merge_without_transpose", SA, "mha", "y.transpose(1, 2).reshape(B, L, self.d_model)",
-      "y.reshape(B, L, self.d_model)", "merged back without transpose"),
+      f"    if mask is not None:\n        scores = {FILL}\n    att = {SOFTMAX}",
+      f"    att = {SOFTMAX}\n    if mask is not None:\n        att = att.masked_fill(~mask, 0.0)",
+      "mask_after_softmax"),
+    m("mask_filled_with_zero", SA, "sdpa", FILL, "scores.masked_fill(~mask, 0.0)",
+      "mask_zero_fill"),
+    m("mask_inverted", SA, "sdpa", FILL, 'scores.masked_fill(mask, float("-inf"))',
+      "mask_inverted"),
+    m("mask_ignored", SA, "sdpa", f"scores = {FILL}", "pass", "mask_ignored"),
+    m("mask_in_place", SA, "sdpa", "    d = q.size(-1)\n",
+      "    d = q.size(-1)\n    q /= 1.0\n", "inplace_input"),
+    # --- self_attention: causal mask
+    m("causal_off_by_one", SA, "causal_mask", ".tril()", ".tril(-1)", "causal_off_by_one"),
+    m("causal_transposed", SA, "causal_mask", ".tril()", ".triu()", "causal_transposed"),
+    m("causal_inverted", SA, "causal_mask", "return torch.ones", "return ~torch.ones",
+      "causal_inverted"),
+    m("causal_float", SA, "causal_mask", "dtype=torch.bool, ", "", None),
+    m("cpu_tensor_in_function", SA, "causal_mask", ", device=device)", ")", "device_ignored"),
+    m("hard_coded_cuda", SA, "causal_mask", "device=device)", 'device="cuda")',
+      "device_hard_coded"),
+    # --- self_attention: multi-head attention
+    m("heads_without_transpose", SA, "mha", SPLIT, "x.view(B, self.n_head, -1, self.d_head)",
+      "heads_split_no_transpose"),
+    m("merge_without_transpose", SA, "mha", MERGE, "y.reshape(B, L, self.d_model)",
+      "heads_merge_no_transpose"),
     m("no_output_projection", SA, "mha", "return self.out_proj(y), att", "return y, att",
-      "out_proj"),
+      "no_out_proj"),
     m("scale_by_d_model", SA, "mha", "scaled_dot_product_attention(q, k, v, mask)",
       "scaled_dot_product_attention(q * math.sqrt(self.d_head / self.d_model), k, v, mask)",
-      "sqrt(d_model) instead of sqrt(d_head)"),
+      "scaled_by_d_model"),
+    m("key_value_swapped", SA, "mha", "k = split_heads(self.k_proj(key))\n"
+      "        v = split_heads(self.v_proj(value))", "k = split_heads(self.k_proj(value))\n"
+      "        v = split_heads(self.v_proj(key))", "key_value_swapped"),
+    m("value_uses_k_proj", SA, "mha", "self.v_proj(value)", "self.k_proj(value)",
+      "value_uses_k_proj"),
+    m("q_k_proj_swapped", SA, "mha", "q = split_heads(self.q_proj(query))\n"
+      "        k = split_heads(self.k_proj(key))", "q = split_heads(self.k_proj(query))\n"
+      "        k = split_heads(self.q_proj(key))", "q_k_proj_swapped"),
+    # --- self_attention: positions
     m("sin_cos_swapped", SA, "positional_encoding",
       "pe[:, 0::2] = torch.sin(angle)\n    pe[:, 1::2] = torch.cos(angle)",
-      "pe[:, 0::2] = torch.cos(angle)\n    pe[:, 1::2] = torch.sin(angle)", "swapped"),
+      "pe[:, 0::2] = torch.cos(angle)\n    pe[:, 1::2] = torch.sin(angle)",
+      "pe_sin_cos_swapped"),
     m("pe_exponent_i", SA, "positional_encoding", "10000 ** (two_i / d_model)",
-      "10000 ** (two_i / 2 / d_model)", "i instead of 2i"),
-    # --- soft_select
-    m("softmax_overflow", SS, "softmax", "z = x - x.amax(dim=dim, keepdim=True)", "z = x",
-      "maximum was not subtracted"),
+      "10000 ** (two_i / 2 / d_model)", "pe_exponent_i"),
+    m("pe_multiplied", SA, "positional_encoding", "pos / 10000 ** (two_i / d_model)",
+      "pos * 10000 ** (two_i / d_model)", "pe_multiplied"),
+    m("pe_base_1000", SA, "positional_encoding", "10000 **", "1000 **", "pe_base"),
+    m("pe_device_ignored", SA, "positional_encoding", "pe = torch.zeros(T, d_model, device=device)",
+      "pe = torch.zeros(T, d_model)", None),
+    # --- soft_select: softmax
+    m("softmax_overflow", SS, "softmax", SS_MAX, "z = x", "softmax_no_max"),
+    m("softmax_min", SS, "softmax", "x.amax(", "x.amin(", "softmax_min"),
+    m("softmax_global_max", SS, "softmax", SS_MAX, "z = x - x.max()", "softmax_global_max"),
     m("softmax_ignores_dim", SS, "softmax",
-      "z = x - x.amax(dim=dim, keepdim=True)  # the largest entry becomes 0\n"
-      "    e = torch.exp(z)\n    return e / e.sum(dim=dim, keepdim=True)",
+      f"{SS_MAX}  # the largest entry becomes 0\n    e = torch.exp(z)\n"
+      "    return e / e.sum(dim=dim, keepdim=True)",
       "z = x - x.amax(dim=-1, keepdim=True)\n    e = torch.exp(z)\n"
-      "    return e / e.sum(dim=-1, keepdim=True)", "dim argument is ignored"),
+      "    return e / e.sum(dim=-1, keepdim=True)", "softmax_ignores_dim"),
+    m("softmax_whole_tensor", SS, "softmax", "return e / e.sum(dim=dim, keepdim=True)",
+      "return e / e.sum()", None),
+    m("softmax_in_place", SS, "softmax", SS_MAX, "x -= x.amax(dim=dim, keepdim=True)\n    z = x",
+      "inplace_input"),
+    # --- soft_select: hard select, soft select, pooling
+    m("hard_select_any", SS, "hard_select", ".all(dim=-1)", ".any(dim=-1)", "hard_select_any"),
+    m("hard_select_normalised", SS, "hard_select", "weights = match.to(values.dtype)",
+      "weights = match.to(values.dtype)\n    weights = weights / weights.sum(-1, keepdim=True)",
+      "hard_select_normalised"),
     m("temperature_multiplied", SS, "soft_select", "/ temperature", "* temperature",
-      "multiplied by the temperature"),
+      "temperature_multiplied"),
+    m("temperature_ignored", SS, "soft_select", " / temperature", "", "temperature_ignored"),
+    m("soft_select_over_queries", SS, "soft_select", "softmax(scores, dim=-1)",
+      "softmax(scores, dim=-2)", "softmax_over_queries"),
+    m("averaged_keys", SS, "soft_select", "return weights @ values", "return weights @ keys",
+      "averaged_keys"),
     m("kernel_sign", SS, "attention_pooling", "softmax(-diff**2", "softmax(diff**2",
-      "minus sign"),
+      "kernel_sign"),
     m("kernel_no_two", SS, "attention_pooling", "(2 * bandwidth**2)", "(bandwidth**2)",
-      "instead of 2 h^2"),
+      "kernel_no_two"),
+    m("kernel_not_squared", SS, "attention_pooling", "-diff**2", "-diff.abs()",
+      "kernel_not_squared"),
+    m("bandwidth_not_squared", SS, "attention_pooling", "(2 * bandwidth**2)", "(2 * bandwidth)",
+      "bandwidth_not_squared"),
+    m("pooling_unstable", SS, "attention_pooling", f"weights = {KERNEL}",
+      "e = torch.exp(-diff**2 / (2 * bandwidth**2))\n    weights = e / e.sum(-1, keepdim=True)",
+      "softmax_no_max"),
+    m("pooling_over_queries", SS, "attention_pooling", "(2 * bandwidth**2), dim=-1)",
+      "(2 * bandwidth**2), dim=0)", "softmax_over_queries"),
     # --- by_hand (each step judged from the student's own previous steps)
+    m("Q_weight_transposed", BH, "answer_Q", "[[2, 1, 1, 0], [0, 2, 0, 1], [1, 0, 1, 0]]",
+      "[[2, 2, 1, 0], [0, 2, 0, 1], [1, 0, 1, 0]]", None),
+    m("K_weight_transposed", BH, "answer_K", "[[0, 2, 0, 1], [2, 1, 1, 0], [1, 1, 0, 0]]",
+      "[[0, 2, 0, 1], [1, 0, 1, 0], [1, 3, 0, 1]]", "paper_weight_transposed"),
+    m("V_weight_transposed", BH, "answer_V", "[[1, 2, 1, 1], [1, 1, 0, 0], [0, -1, 1, 0]]",
+      "[[2, 1, 1, 0], [1, 0, 1, 0], [-1, 1, 0, 1]]", "paper_weight_transposed"),
     m("scores_transposed", BH, "answer_scores",
       "[[1, 4, 1, 2], [5, 4, 3, 1], [0, 2, 0, 1], [2, 1, 1, 0]]",
-      "[[1, 5, 0, 2], [4, 4, 2, 1], [1, 3, 0, 1], [2, 1, 1, 0]]", "transposed"),
+      "[[1, 5, 0, 2], [4, 4, 2, 1], [1, 3, 0, 1], [2, 1, 1, 0]]", "paper_scores_transposed"),
     m("rounded_not_floored", BH, "answer_scaled",
       "[[0, 2, 0, 1], [2, 2, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0]]",
-      "[[0, 2, 0, 1], [2, 2, 2, 0], [0, 1, 0, 0], [1, 0, 0, 0]]", "nearest integer"),
-    m("rows_normalised", BH, "answer_A",
-      "[[1/14, 9/22, 1/6, 3/6],\n     [9/14, 9/22, 3/6, 1/6],\n     [1/14, 3/22, 1/6, 1/6],\n"
-      "     [3/14, 1/22, 1/6, 1/6]]",
+      "[[0, 2, 0, 1], [2, 2, 2, 0], [0, 1, 0, 0], [1, 0, 0, 0]]", "paper_rounded"),
+    m("rounded_up", BH, "answer_scaled",
+      "[[0, 2, 0, 1], [2, 2, 1, 0], [0, 1, 0, 0], [1, 0, 0, 0]]",
+      "[[1, 2, 1, 1], [3, 2, 2, 1], [0, 1, 0, 1], [1, 1, 1, 0]]", "paper_ceil"),
+    m("rows_normalised", BH, "answer_A", A_SOURCE,
       "[[0.071, 0.643, 0.071, 0.214], [0.409, 0.409, 0.136, 0.045],\n"
-      "     [0.167, 0.5, 0.167, 0.167], [0.5, 0.167, 0.167, 0.167]]", "rows sum to 1"),
-    m("base_e_not_3", BH, "answer_A",
-      "[[1/14, 9/22, 1/6, 3/6],\n     [9/14, 9/22, 3/6, 1/6],\n     [1/14, 3/22, 1/6, 1/6],\n"
-      "     [3/14, 1/22, 1/6, 1/6]]",
+      "     [0.167, 0.5, 0.167, 0.167], [0.5, 0.167, 0.167, 0.167]]", "paper_rows_normalised"),
+    m("base_e_not_3", BH, "answer_A", A_SOURCE,
       "[[0.083, 0.399, 0.175, 0.475], [0.61, 0.399, 0.475, 0.175],\n"
-      "     [0.083, 0.147, 0.175, 0.175], [0.225, 0.054, 0.175, 0.175]]", "e^x was used"),
-    # --- rnn_attention
-    m("additive_no_tanh", RNN, "additive_attention",
-      "torch.tanh(self.W_q(query).unsqueeze(1) + self.W_k(keys))",
-      "self.W_q(query).unsqueeze(1) + self.W_k(keys)", "tanh is missing"),
-    m("additive_pad_zero", RNN, "additive_attention", 'scores.masked_fill(~mask, float("-inf"))',
-      "scores.masked_fill(~mask, 0.0)", "filled with 0 instead of -inf"),
-    m("grid_reshape", RNN, "grid_attention", "features.flatten(2).transpose(1, 2)",
-      "features.reshape(B, H * W, C)", "reshape(B, H*W, C)"),
+      "     [0.083, 0.147, 0.175, 0.175], [0.225, 0.054, 0.175, 0.175]]", "paper_base_e"),
+    m("A_from_unscaled", BH, "answer_A", A_SOURCE,
+      "[[0.0117, 0.4655, 0.0882, 0.5625], [0.9492, 0.4655, 0.7941, 0.1875],\n"
+      "     [0.0039, 0.0517, 0.0294, 0.1875], [0.0352, 0.0172, 0.0882, 0.0625]]", "paper_unscaled"),
+    m("Z_transposed", BH, "answer_Z", Z_SOURCE,
+      "[[1.556, 2.128, 0.677, 0.639], [0.481, 1.052, 0.208, 0.26],\n"
+      "     [-0.242, 0.091, 0.03, 0.121]]", "paper_z_transposed"),
+    # --- rnn_attention: additive attention
+    m("additive_no_tanh", RNN, "additive_attention", ADD_TANH,
+      "self.W_q(query).unsqueeze(1) + self.W_k(keys)", "additive_no_tanh"),
+    m("additive_relu", RNN, "additive_attention", ADD_TANH,
+      "torch.relu(self.W_q(query).unsqueeze(1) + self.W_k(keys))", "additive_relu"),
+    m("additive_pad_zero", RNN, "additive_attention", ADD_FILL, "scores.masked_fill(~mask, 0.0)",
+      "mask_zero_fill"),
+    m("additive_mask_inverted", RNN, "additive_attention", ADD_FILL,
+      'scores.masked_fill(mask, float("-inf"))', "mask_inverted"),
+    m("additive_mask_ignored", RNN, "additive_attention", f"scores = {ADD_FILL}", "pass",
+      "mask_ignored"),
+    m("additive_softmax_batch", RNN, "additive_attention", ADD_SOFTMAX,
+      "weights = torch.softmax(scores, dim=0)", "softmax_over_batch"),
+    m("additive_unstable", RNN, "additive_attention", ADD_SOFTMAX,
+      "weights = scores.exp() / scores.exp().sum(-1, keepdim=True)", "softmax_no_max"),
+    # --- rnn_attention: decoder step and grid
     m("decoder_new_state_query", RNN, "decoder_step",
       "        context, att = self.attention(h, enc_out, src_mask)  # (B, H), (B, S)\n"
       "        h = self.cell(torch.cat([self.emb(y_prev), context], dim=-1), h)  # (B, H)",
       "        h = self.cell(torch.cat([self.emb(y_prev), h], dim=-1), h)\n"
-      "        context, att = self.attention(h, enc_out, src_mask)", "previous state"),
-    # --- transformer
+      "        context, att = self.attention(h, enc_out, src_mask)", "decoder_new_state_query"),
+    m("decoder_logits_old_state", RNN, "decoder_step",
+      "        h = self.cell(torch.cat([self.emb(y_prev), context], dim=-1), h)  # (B, H)\n"
+      "        logits = self.out(torch.cat([h, context], dim=-1))  # (B, V)\n"
+      "        return logits, h, att",
+      "        h_new = self.cell(torch.cat([self.emb(y_prev), context], dim=-1), h)\n"
+      "        logits = self.out(torch.cat([h, context], dim=-1))\n"
+      "        return logits, h_new, att", "decoder_logits_old_state"),
+    m("grid_reshape", RNN, "grid_attention", "features.flatten(2).transpose(1, 2)",
+      "features.reshape(B, H * W, C)", "grid_reshape"),
+    m("grid_columns_first", RNN, "grid_attention",
+      "cells = features.flatten(2).transpose(1, 2)  # (B, H*W, C), row-major cells\n"
+      "    context, weights = attention(h, cells)\n    return context, weights.view(B, H, W)",
+      "cells = features.transpose(2, 3).flatten(2).transpose(1, 2)\n"
+      "    context, weights = attention(h, cells)\n"
+      "    return context, weights.view(B, W, H).transpose(1, 2)", "grid_columns_first"),
+    # --- transformer: LayerNorm, MLP
     m("layernorm_unbiased", TF, "layernorm", "var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)",
-      "var = x.var(dim=-1, keepdim=True)", "unbiased"),
+      "var = x.var(dim=-1, keepdim=True)", "ln_unbiased"),
     m("layernorm_eps_outside", TF, "layernorm", "torch.sqrt(var + self.eps)",
-      "(torch.sqrt(var) + self.eps)", "eps was added outside"),
-    m("layernorm_wrong_axis", TF, "layernorm",
-      "mean = x.mean(dim=-1, keepdim=True)\n"
-      "        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)",
-      "mean = x.mean(dim=0, keepdim=True)\n"
-      "        var = ((x - mean) ** 2).mean(dim=0, keepdim=True)",
-      "wrong axis"),
-    m("residual_missing", TF, "block", "x = x + self.self_attn(self.norm1(x))",
-      "x = self.self_attn(self.norm1(x))", "residual connection around attention"),
-    m("pre_post_swapped", TF, "block", "if self.norm_first:", "if not self.norm_first:",
-      "swapped"),
+      "(torch.sqrt(var) + self.eps)", "ln_eps_outside"),
+    m("layernorm_no_eps", TF, "layernorm", "torch.sqrt(var + self.eps)", "torch.sqrt(var)",
+      None),
+    m("layernorm_no_affine", TF, "layernorm", LN_OUT, "(x - mean) / torch.sqrt(var + self.eps)",
+      "ln_no_affine"),
+    m("layernorm_no_mean", TF, "layernorm", LN_OUT,
+      "x / torch.sqrt(var + self.eps) * self.weight + self.bias", "ln_no_mean"),
+    m("layernorm_wrong_axis", TF, "layernorm", LN_STATS,
+      LN_STATS.replace("dim=-1", "dim=0"), "ln_wrong_axis"),
     m("dropout_in_eval", TF, "mlp", "self.dropout(self.act(self.linear1(x)))",
-      "F.dropout(self.act(self.linear1(x)), p=0.1)", "dropout is still active"),
+      "F.dropout(self.act(self.linear1(x)), p=0.1)", None),
     m("mlp_no_activation", TF, "mlp", "self.dropout(self.act(self.linear1(x)))",
-      "self.dropout(self.linear1(x))", "activation is missing"),
+      "self.dropout(self.linear1(x))", "mlp_no_activation"),
+    m("mlp_relu", TF, "mlp", "self.act(self.linear1(x))", "torch.relu(self.linear1(x))",
+      "mlp_relu"),
+    # --- transformer: block, decoder, greedy
+    m("residual_missing", TF, "block", "x = x + self.self_attn(self.norm1(x))",
+      "x = self.self_attn(self.norm1(x))", "no_residual_attn"),
+    m("residual_mlp_missing", TF, "block", "x = x + self.mlp(self.norm2(x))",
+      "x = self.mlp(self.norm2(x))", "no_residual_mlp"),
+    m("pre_post_swapped", TF, "block", "if self.norm_first:", "if not self.norm_first:",
+      "pre_post_swapped"),
+    m("norms_swapped", TF, "block", "x = x + self.self_attn(self.norm1(x))\n"
+      "            x = x + self.mlp(self.norm2(x))", "x = x + self.self_attn(self.norm2(x))\n"
+      "            x = x + self.mlp(self.norm1(x))", "norms_swapped"),
+    m("no_positions", TF, "decoder", "x = self.tok_emb(idx) + self.pos_emb(positions)",
+      "x = self.tok_emb(idx)", "no_positions"),
+    m("no_final_norm", TF, "decoder", "self.lm_head(self.ln_f(x))", "self.lm_head(x)",
+      "no_final_norm"),
+    m("greedy_first_position", TF, "greedy", "logits[:, -1]", "logits[:, 0]",
+      "greedy_first_position"),
+    m("greedy_no_crop", TF, "greedy", "model(idx[:, -model.max_len:])", "model(idx)", None),
+]
+
+# Correct by-hand answers in every form the text allows: each must earn full marks.
+FR = "from fractions import Fraction as Fr\n"
+FORMS = [
+    m("form_fractions", BH, "answer_A", "A = " + A_SOURCE, FR + "A = [[Fr(1, 14), Fr(9, 22), "
+      "Fr(1, 6), Fr(3, 6)], [Fr(9, 14), Fr(9, 22), Fr(3, 6), Fr(1, 6)],\n     [Fr(1, 14), "
+      "Fr(3, 22), Fr(1, 6), Fr(1, 6)], [Fr(3, 14), Fr(1, 22), Fr(1, 6), Fr(1, 6)]]", None),
+    m("form_decimals", BH, "answer_Z", "Z = " + Z_SOURCE,
+      "from decimal import Decimal as D\nZ = [[D('1.64'), D('1.41'), D('1.50'), D('1.17')],\n"
+      "     [D('0.71'), D('0.82'), D('0.67'), D('0.67')],\n"
+      "     [D('-0.57'), D('-0.27'), D('-0.33'), D('0.00')]]", None),
+    m("form_numpy", BH, "answer_scores",
+      "scores = [[1, 4, 1, 2], [5, 4, 3, 1], [0, 2, 0, 1], [2, 1, 1, 0]]",
+      "import numpy as np\nscores = np.array([[1, 4, 1, 2], [5, 4, 3, 1], [0, 2, 0, 1], "
+      "[2, 1, 1, 0]])", None),
+    m("form_int_tensor", BH, "answer_Q", "Q = [[2, 1, 1, 0], [0, 2, 0, 1], [1, 0, 1, 0]]",
+      "Q = torch.tensor([[2, 1, 1, 0], [0, 2, 0, 1], [1, 0, 1, 0]])", None),
+    m("form_tuples", BH, "answer_V", "V = [[1, 2, 1, 1], [1, 1, 0, 0], [0, -1, 1, 0]]",
+      "V = ((1, 2, 1, 1), (1, 1, 0, 0), (0, -1, 1, 0))", None),
+    m("form_numpy_scalars", BH, "answer_scaled", "scaled = [[0, 2, 0, 1]",
+      "import numpy as np\nscaled = [[np.int64(0), np.float32(2), 0, 1]", None),
+    m("form_float_tensor", BH, "answer_K", "K = [[0, 2, 0, 1], [2, 1, 1, 0], [1, 1, 0, 0]]",
+      "K = torch.tensor([[0, 2, 0, 1], [2, 1, 1, 0], [1, 1, 0, 0]], dtype=torch.float32)", None),
 ]

@@ -1,22 +1,27 @@
-"""Every catalogued mistake loses points on a hidden test, and most failures name the cause.
+"""Every catalogued mistake loses points, no failure names a wrong cause, and at least 90% name
+the right one; every answer form earns full marks; `grader check` and `autograde` agree.
 
-For speed, each assignment runs in one kernel: the source notebook (with its hidden tests) is
-executed once, then for each mistake the edited solution cell is run, every test cell is run
-again and its outcome recorded, and the correct cell is restored. Training cells are skipped:
-they test the whole pipeline, not one mistake.
+Grading is done the way an instructor does it: each assignment's mistakes (and answer forms)
+are written as one class of submissions and graded by one `autograde` run. For `grader check`,
+the released notebook runs in one kernel per assignment: each student's solution cells are run,
+then every visible test cell, as `python -m grader check` runs them in a fresh kernel.
 """
-
-from collections import defaultdict
 
 import nbformat
 import pytest
-from catalogue import MISTAKES  # tests/catalogue/ is on sys.path (pytest's rootdir-less import)
+from catalogue import FORMS, MISTAKES  # tests/catalogue/ is on sys.path (rootdir-less import)
 from nbclient import NotebookClient
 
-from grader.course import KERNEL_ARGS, REPO
+from grader.autograde import autograde
+from grader.checks.causes import CAUSES, named_causes
+from grader.course import KERNEL_ARGS, REPO, Course
+from grader.demo.sample_class import Student, make_submission, write_class
+from grader.release import release
 
 pytestmark = pytest.mark.slow
 SKIP = {"train", "test_training"}  # training runs: minutes of CPU, and not about one mistake
+CASES = [*MISTAKES, *FORMS]
+ASSIGNMENTS = sorted({c.assignment for c in CASES})
 
 
 def grade_id(cell):
@@ -29,80 +34,128 @@ def is_test(cell):
 
 
 def failures(cell) -> str | None:
-    errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+    errors = [f"{o.ename}: {o.evalue}" for o in cell.get("outputs", [])
+              if o.output_type == "error"]
     return "\n".join(errors) or None
 
 
-def run_assignment(assignment, mistakes, tmp_path):
-    """{mistake id: {test grade_id: failure message}}, plus the baseline under key None."""
-    path = REPO / "assignments" / assignment / f"{assignment}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    nb.cells = [c for c in nb.cells if c.cell_type == "code" and grade_id(c) not in SKIP]
-    client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+def students(assignment):
+    return [Student("perfect", "the source solution", "full")] + [
+        Student(c.id, c.id, "partial", edits=[c.edit]) for c in CASES
+        if c.assignment == assignment]
+
+
+def autograded(course, assignment, tmp):
+    """{student: (Result, {test grade_id: failure message})} from one autograde run."""
+    released = release(course, assignment)
+    submissions = tmp / "submissions"
+    for notebook in course.notebooks(assignment):
+        write_class(course.source / assignment / f"{notebook}.ipynb",
+                    released / f"{notebook}.ipynb", students(assignment), submissions, assignment)
+    results = {r.student: r for r in autograde(course, assignment, submissions,
+                                               progress=lambda line: None)}
+    out = {}
+    for student, result in results.items():
+        failed = {}
+        for path in (course.autograded / student / assignment).glob("*.ipynb"):
+            for cell in nbformat.read(path, as_version=4).cells:
+                if is_test(cell) and failures(cell):
+                    failed[grade_id(cell)] = failures(cell)
+        out[student] = (result, failed)
+    return out
+
+
+def checked(course, assignment, tmp):
+    """{student: {visible test grade_id: failure message}}: `grader check`'s verdicts."""
+    released_nb = course.release / assignment / f"{assignment}.ipynb"
+    source_nb = course.source / assignment / f"{assignment}.ipynb"
+    out = {}
+    for student in students(assignment):
+        nb = make_submission(source_nb, released_nb, student)
+        nb.cells = [c for c in nb.cells if c.cell_type == "code" and grade_id(c) not in SKIP]
+        out[student.id] = nb
+    first = next(iter(out.values()))
+    client = NotebookClient(first, timeout=120, kernel_name="python3", allow_errors=True,
                             extra_arguments=KERNEL_ARGS,
-                            resources={"metadata": {"path": str(tmp_path)}})
-    tests = [(i, c) for i, c in enumerate(nb.cells) if is_test(c)]
-    by_id = {grade_id(c): (i, c) for i, c in enumerate(nb.cells)}
-    outcome = {}
+                            resources={"metadata": {"path": str(tmp)}})
+    verdicts = {}
     with client.setup_kernel():
-        for i, cell in enumerate(nb.cells):
-            client.execute_cell(cell, i)
-        outcome[None] = {grade_id(c): failures(c) for _, c in tests if failures(c)}
-        for mistake in mistakes:
-            index, cell = by_id[mistake.edit.cell]
-            correct = cell.source
-            assert mistake.edit.old in correct, f"{mistake.id}: edit target not found"
-            cell.source = correct.replace(mistake.edit.old, mistake.edit.new)
-            client.execute_cell(cell, index)
-            for i, test in tests:
-                client.execute_cell(test, i)
-            outcome[mistake.id] = {grade_id(c): failures(c) for _, c in tests if failures(c)}
-            cell.source = correct
-            client.execute_cell(cell, index)
-    hidden = {grade_id(c) for _, c in tests if "BEGIN HIDDEN TESTS" in c.source}
-    return outcome, hidden
+        for student, nb in out.items():
+            client.nb = nb
+            for i, cell in enumerate(nb.cells):
+                client.execute_cell(cell, i)
+            verdicts[student] = {grade_id(c): failures(c) for c in nb.cells
+                                 if is_test(c) and c.source.strip() and failures(c)}
+    return verdicts
 
 
-@pytest.fixture(scope="module")
-def outcomes(tmp_path_factory):
-    groups = defaultdict(list)
-    for mistake in MISTAKES:
-        groups[mistake.assignment].append(mistake)
-    results = {}
-    for assignment, mistakes in groups.items():
-        results[assignment] = run_assignment(assignment, mistakes,
-                                             tmp_path_factory.mktemp(assignment))
-    return results
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("catalogue")
+    course = Course(root / "course")
+    return {a: (autograded(course, a, root / a), checked(course, a, root / a))
+            for a in ASSIGNMENTS}
 
 
-def test_catalogue_is_large_and_covers_every_assignment():
-    assert len(MISTAKES) >= 25
-    assert len({m.id for m in MISTAKES}) == len(MISTAKES)
+def test_catalogue_is_large_labelled_and_covers_every_assignment():
+    assert len(MISTAKES) >= 80
+    assert len({c.id for c in CASES}) == len(CASES)
+    assert all(m.cause is None or m.cause in CAUSES for m in MISTAKES)
     assert {m.assignment for m in MISTAKES} == {p.parent.name for p in
                                                 (REPO / "assignments").glob("*/*.ipynb")}
 
 
-@pytest.mark.parametrize("assignment", sorted({m.assignment for m in MISTAKES}))
-def test_correct_solution_passes_every_test(outcomes, assignment):
-    outcome, _ = outcomes[assignment]
-    assert outcome[None] == {}, f"the source solution fails: {outcome[None]}"
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_correct_solution_earns_full_marks(graded, assignment):
+    result, failed = graded[assignment][0]["perfect"]
+    assert result.auto_score == result.auto_max, f"the source solution fails: {failed}"
+
+
+@pytest.mark.parametrize("form", FORMS, ids=[f.id for f in FORMS])
+def test_every_answer_form_earns_full_marks(graded, form):
+    result, failed = graded[form.assignment][0][form.id]
+    assert result.auto_score == result.auto_max, f"{form.id} lost points: {failed}"
 
 
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[m.id for m in MISTAKES])
-def test_mistake_loses_points_on_a_hidden_test(outcomes, mistake):
-    outcome, hidden = outcomes[mistake.assignment]
-    failed = outcome[mistake.id]
-    assert hidden & set(failed), (
-        f"{mistake.id}: no hidden test failed (failed: {sorted(failed) or 'nothing'})")
+def test_mistake_loses_points_and_names_no_wrong_cause(graded, mistake):
+    result, failed = graded[mistake.assignment][0][mistake.id]
+    assert result.auto_score < result.auto_max, f"{mistake.id} lost no points"
+    named = {c for message in failed.values() for c in named_causes(message)}
+    assert named <= {mistake.cause}, (
+        f"{mistake.id} (true cause {mistake.cause}) was blamed on {named - {mistake.cause}}: "
+        f"{failed}")
 
 
-def test_most_failures_name_the_likely_cause(outcomes):
+def test_at_least_90_percent_name_the_right_cause(graded):
     named, missed = [], []
     for mistake in MISTAKES:
-        outcome, _ = outcomes[mistake.assignment]
-        messages = "\n".join(outcome[mistake.id].values()).lower()
-        ok = mistake.cause is not None and mistake.cause.lower() in messages
-        (named if ok else missed).append(mistake.id)
+        _, failed = graded[mistake.assignment][0][mistake.id]
+        causes = {c for message in failed.values() for c in named_causes(message)}
+        (named if mistake.cause in causes else missed).append(mistake.id)
     share = len(named) / len(MISTAKES)
-    print(f"\n{len(named)} of {len(MISTAKES)} mistakes named ({share:.0%}); not named: {missed}")
-    assert share >= 0.8, f"only {share:.0%} named; not named: {missed}"
+    print(f"\n{len(MISTAKES)} mistakes, all caught; {len(named)} name the right cause "
+          f"({share:.0%}); not named: {missed}")
+    assert share >= 0.9, f"only {share:.0%} named; not named: {missed}"
+
+
+@pytest.mark.parametrize("case", ["perfect", *[c.id for c in CASES]])
+def test_check_and_autograde_agree_on_visible_tests(graded, case):
+    assignment = next((c.assignment for c in CASES if c.id == case), None)
+    for a in [assignment] if assignment else ASSIGNMENTS:
+        (_, failed), verdicts = graded[a][0][case], graded[a][1][case]
+        visible = {gid for gid in verdicts} | {gid for gid in failed if gid in _visible(a)}
+        for gid in visible - SKIP:
+            assert (gid in failed) == (gid in verdicts), (
+                f"{case}, {gid}: autograde {'fails' if gid in failed else 'passes'} it, "
+                f"grader check {'fails' if gid in verdicts else 'passes'} it: "
+                f"{failed.get(gid) or verdicts.get(gid)}")
+
+
+def _visible(assignment) -> set[str]:
+    nb = nbformat.read(REPO / "assignments" / assignment / f"{assignment}.ipynb", as_version=4)
+    return {grade_id(c) for c in nb.cells if is_test(c)
+            and c.source.split("### BEGIN HIDDEN TESTS")[0].strip(" \n#") != ""
+            and any(line.strip() and not line.strip().startswith("#")
+                    for line in c.source.split("### BEGIN HIDDEN TESTS")[0].splitlines())}
+
