@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
-.PHONY: demo test lint lab lectures bench student-wheel student-env lock clean
+.PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
 .PHONY: site browser-test screenshots
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
@@ -21,10 +21,17 @@ $(STAMP): pyproject.toml setup.py requirements/lock.txt
 demo: $(STAMP)
 	$(BIN)/python -m grader demo
 
-## Lint, then every test (CI runs this through .ci/run).
+## Lint, then every test (CI runs this through .ci/run). Each lecture executes once a run, and
+## the demo's sample classes are graded once (shared); the summary at the end counts both.
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+## The inner loop (under 2 minutes): lint, then the tests that start no kernel, notebook server
+## or browser (`slow` and `browser` are left out). `make test` stays the full suite.
+test-fast: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -m "not slow and not browser"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -62,10 +69,14 @@ bench: $(STAMP)
 	$(BIN)/python bench/autograde_one.py
 	$(BIN)/python bench/autograde_class.py
 
-## The student edition: the grader (for `python -m grader check`) without the reference solutions.
+## The student edition: the grader (for `python -m grader check`) without the reference solutions
+## and without grader/demo (the sample class is built from the answer key). setup.py leaves both
+## out; they are not even copied into the build folder.
 student-wheel: $(STAMP)
 	rm -rf build/student-src && mkdir -p build/student-src build/dist
 	cp -r pyproject.toml setup.py README.md grader build/student-src/
+	rm -rf build/student-src/grader/demo
+	find build/student-src -name __pycache__ -prune -exec rm -rf {} +
 	rm -f build/dist/attention_course-*.whl
 	COURSE_EDITION=student $(BIN)/pip wheel --quiet --no-deps --no-build-isolation \
 		-w build/dist build/student-src

@@ -32,6 +32,8 @@ def student_python(tmp_path_factory) -> Path:
     names = zipfile.ZipFile(wheels[0]).namelist()
     assert any(n.startswith("grader/checks/") for n in names)
     assert not any(n.startswith("solutions/") for n in names), "solutions leaked into the wheel"
+    assert not any(n.startswith("grader/demo/") for n in names), "the answer key leaked"
+    assert "grader/sandbox/__init__.py" in names, "the sandbox is missing from the wheel"
 
     venv = tmp_path_factory.mktemp("student") / "venv"
     base = getattr(sys, "_base_executable", sys.executable)
@@ -57,6 +59,8 @@ def run(python, *args, cwd):
 def test_solutions_cannot_be_imported_but_grader_can(student_python, tmp_path):
     probe = run(student_python, "-c", "import solutions", cwd=tmp_path)
     assert probe.returncode != 0 and "No module named 'solutions'" in probe.stderr
+    probe = run(student_python, "-c", "import grader.demo.sample_class", cwd=tmp_path)
+    assert probe.returncode != 0 and "No module named 'grader.demo'" in probe.stderr
     ok = run(student_python, "-c", "import grader.checks, torch, nbgrader; print('ok')",
              cwd=tmp_path)
     assert ok.stdout.strip() == "ok", ok.stderr
