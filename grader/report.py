@@ -11,7 +11,6 @@ import base64
 import html
 import io
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +23,8 @@ import nbformat  # noqa: E402
 from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
 from grader.autograde import status_path  # noqa: E402
+from grader.checks.causes import CAUSES, named_causes  # noqa: E402
 from grader.course import COURSE_ID, Course, setup_process  # noqa: E402
-
-CAUSE = re.compile(r"Likely cause: (.+?)\.?$", re.MULTILINE)
 
 
 @dataclass
@@ -65,15 +63,22 @@ def collect(course: Course, assignment: str):
                                              TestStats(grade.name, grade.max_score, 0, 0))
                     stats.graded += 1
                     stats.failed += (grade.auto_score or 0) < grade.max_score
-    causes = Counter()
-    for path in course.autograded.glob(f"*/{assignment}/*.ipynb"):
-        found = set()
+    causes = count_causes(course.autograded.glob(f"*/{assignment}/*.ipynb"))
+    return scores, auto_max, list(tests.values()), causes, errors, flags
+
+
+def count_causes(notebooks) -> Counter:
+    """{cause id: students} over graded notebooks (one per student and assignment): causes are
+    grouped by their id in grader/checks/causes.py, whatever test named them, and a sentence
+    that no id has counts as itself; a student counts once per cause."""
+    by_student: dict[str, set] = {}
+    for path in notebooks:
+        found = by_student.setdefault(Path(path).parent.parent.name, set())
         for cell in nbformat.read(path, as_version=4).cells:
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error":
-                    found.update(CAUSE.findall(output.get("evalue", "")))
-        causes.update(found)  # each student counts once per cause
-    return scores, auto_max, list(tests.values()), causes, errors, flags
+                    found.update(named_causes(output.get("evalue", "")))
+    return Counter(c for found in by_student.values() for c in found)
 
 
 def _histogram(scores: dict[str, float], auto_max: float) -> str:
@@ -102,7 +107,7 @@ def report(course: Course, assignment: str, to: Path, feedback_dir: Path | None 
         f"<tr><td>{esc(t.name)}</td><td>{t.points:g}</td><td>{t.failed} of {t.graded}</td>"
         f"<td><div class=bar style='width:{100 * t.rate:.0f}%'></div>{t.rate:.0%}</td></tr>"
         for t in sorted(tests, key=lambda t: -t.rate))
-    cause_rows = "".join(f"<tr><td>{esc(c)}</td><td>{n}</td></tr>"
+    cause_rows = "".join(f"<tr><td>{esc(CAUSES.get(c, c))}</td><td>{n}</td></tr>"
                          for c, n in causes.most_common(10)) or "<tr><td>none</td><td></td></tr>"
     error_rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(e)}</td></tr>"
                          for s, e in sorted(errors.items())) or "<tr><td>none</td><td></td></tr>"

@@ -22,8 +22,8 @@ CAUSES = {
                             "instead of the sum along dim",
     "softmax_other_axis": "the softmax was normalised along the wrong axis",
     # scaled dot-product attention and masks
-    "softmax_over_queries": "the softmax was taken over the queries (dim=-2) instead of the "
-                            "keys (dim=-1)",
+    "softmax_over_queries": "the softmax was taken over the wrong axis: the queries (dim=-2) "
+                            "instead of the keys (dim=-1)",
     "softmax_over_batch": "the softmax was taken over the batch (dim=0) instead of the keys",
     "not_scaled": "the scores were not divided by sqrt(d)",
     "scaled_by_d": "the scores were divided by d instead of sqrt(d)",

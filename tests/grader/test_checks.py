@@ -188,3 +188,29 @@ def test_forbidden_softmax_covers_the_method_and_restores_inheritance():
         (x.exp() / x.exp().sum(-1, keepdim=True))  # writing it by hand still works
     assert "softmax" not in vars(torch.Tensor), "the method must be inherited again"
     torch.testing.assert_close(x.softmax(-1).sum(-1), torch.ones(3))
+
+
+def test_class_report_counts_one_row_per_cause(tmp_path):
+    """The same cause named by several tests, or by one student twice, is one row and counts
+    each student once; a sentence no cause id has stays a row of its own."""
+    import nbformat
+
+    from grader.checks.causes import cause_lines
+    from grader.report import count_causes
+
+    def graded(student, *messages):
+        path = tmp_path / student / "self_attention" / "self_attention.ipynb"
+        path.parent.mkdir(parents=True)
+        cells = [nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+            "error", ename="CheckFailure", evalue=m, traceback=[])]) for m in messages]
+        nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+        return path
+
+    paths = [
+        graded("ann", "out is wrong." + cause_lines(["not_scaled"]),
+               "weights are wrong." + cause_lines(["not_scaled", "mask_inverted"])),
+        graded("bob", "y has shape (2,)." + cause_lines(["not_scaled"])),
+        graded("cy", "x is wrong.\nLikely cause: something no id has."),
+    ]
+    assert count_causes(paths) == {"not_scaled": 2, "mask_inverted": 1,
+                                   "something no id has": 1}
