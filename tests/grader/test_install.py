@@ -176,8 +176,18 @@ print("RESULT " + json.dumps({"grader": grader.__file__, "sandbox": grader.sandb
 """
 
 
-def test_a_non_editable_install_grades(tmp_path):
-    python = _fresh_venv(tmp_path)
+@pytest.fixture
+def install_dir(tmp_path):
+    """Where the fresh venv goes: not under /tmp, which the sandbox replaces by a private
+    tmpfs in the student's process (an interpreter there could not start the worker)."""
+    folder = REPO / "build" / "test-install" / f"{os.getpid()}-{tmp_path.name}"
+    folder.mkdir(parents=True)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_non_editable_install_grades(tmp_path, install_dir):
+    python = _fresh_venv(install_dir)
     source = tmp_path / "assignments"
     shutil.copytree(REPO / "assignments" / "soft_select", source / "soft_select")
     work = tmp_path / "work"  # outside the repository: nothing imports from the source tree
@@ -202,6 +212,6 @@ def test_a_non_editable_install_grades(tmp_path):
     for module in ("grader", "sandbox", "solutions"):
         assert out[module].startswith(installed), f"{module} imported from {out[module]}"
     rows = out["rows"]
-    assert rows["alice"] == [15, 15, None]
+    assert rows["alice"] == [15, 15, None], f"{rows}\n{run.stdout[-3000:]}"
     assert rows["bob"] == [0, 15, None]
     assert rows["carol"][2] is None and 0 < rows["carol"][0] < 15
