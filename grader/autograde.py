@@ -136,17 +136,20 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
     attempts = {student: 0 for student in tasks}
     started = time.monotonic()
     running = {}
+    since: dict[str, float] = {}  # when each running submission was handed to the pool
+    bound = watchdog_seconds(tasks, limits)
 
     def submit(student):
         attempts[student] += 1
         running[pool.submit(tasks[student])] = student
+        since[student] = time.monotonic()
 
     try:
         for student in tasks:
             submit(student)
         while running:
             try:
-                finished = pool.done(set(running))
+                finished = pool.done(set(running), timeout=WATCHDOG_POLL)
             except Exception as e:  # the pool itself broke: start a new one, resubmit
                 progress(f"  worker pool failed ({type(e).__name__}: {e}); restarting it")
                 pool.close()
@@ -154,6 +157,31 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
                 waiting, running = list(running.values()), {}
                 for student in waiting:
                     submit(student)
+                continue
+            stuck = [s for s in running.values() if time.monotonic() - since[s] > bound]
+            if stuck and not finished:
+                # A submission that outlives every limit has wedged its pool process: end the
+                # pool (sandboxes die with it), record the stuck ones, resubmit the others.
+                progress(f"  watchdog: {', '.join(stuck)} still running after {bound:.0f} s; "
+                         "stopping them and restarting the pool")
+                pool.kill()
+                pool = make_pool(workers, scheduler)
+                waiting, running = list(running.values()), {}
+                for student in waiting:
+                    if student in stuck:
+                        results[student] = _error_result(
+                            course, assignment, student,
+                            f"not graded: still running after {bound:.0f} s, past every limit "
+                            "(stopped by the watchdog; see the flags)")
+                        add_flags(course.root, assignment, student, "(execution)", [
+                            {"kind": "stuck", "detail": f"grading did not end within {bound:.0f}"
+                             " s; the run was stopped and the rest of the class graded"}])
+                        results[student].flags = read_flags(course.root, assignment, student)
+                        count += 1
+                        progress(f"  [{count}/{total}] {student:<12} {_line(results[student])}")
+                    else:
+                        attempts[student] -= 1  # not their fault: this attempt does not count
+                        submit(student)
                 continue
             for future in finished:
                 student = running.pop(future)
@@ -192,6 +220,19 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
 
 
 MAX_ATTEMPTS = 3
+WATCHDOG_POLL = 5.0  # seconds between two looks at the running submissions
+WATCHDOG_SLACK = 120.0  # seconds of start-up and recording on top of the notebook limits
+
+
+def watchdog_seconds(tasks: dict, limits: dict | None) -> float:
+    """How long one submission may run in the pool before it counts as stuck: its notebooks'
+    whole time limits, plus slack. The sandbox enforces each limit itself; the watchdog only
+    catches what those cannot (a wedged pool process)."""
+    from grader.sandbox.session import Limits
+
+    per_notebook = (limits or {}).get("notebook_timeout") or Limits().notebook_timeout
+    notebooks = max((len(t.sources) for t in tasks.values()), default=1)
+    return per_notebook * notebooks + WATCHDOG_SLACK
 
 
 def record(course: Course, api, assignment: str, student: str) -> Result:

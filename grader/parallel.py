@@ -127,13 +127,21 @@ class LocalPool:
     def submit(self, task: Task):
         return self.pool.submit(execute, task)
 
-    def done(self, futures) -> set:
+    def done(self, futures, timeout: float | None = None) -> set:
         from concurrent.futures import FIRST_COMPLETED, wait
 
-        return wait(futures, return_when=FIRST_COMPLETED).done
+        return wait(futures, timeout=timeout, return_when=FIRST_COMPLETED).done
 
     def close(self):
         self.pool.shutdown(cancel_futures=True)
+
+    def kill(self):
+        """End the pool now, whatever its processes are doing (their sandboxes die with them)."""
+        for process in list((self.pool._processes or {}).values()):
+            with contextlib.suppress(Exception):
+                process.kill()
+        with contextlib.suppress(Exception):
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class InProcess:
@@ -148,7 +156,8 @@ class InProcess:
         future.task = task
         return future
 
-    def done(self, futures) -> set:
+    def done(self, futures, timeout: float | None = None) -> set:
+        # One at a time, here: the sandbox's own limits bound each notebook; no watchdog.
         future = next(iter(futures))
         try:
             future.set_result(execute(future.task))
@@ -157,6 +166,9 @@ class InProcess:
         return {future}
 
     def close(self):
+        pass
+
+    def kill(self):
         pass
 
 
@@ -174,14 +186,23 @@ class DaskPool:
         return self.client.submit(execute, task, pure=False, key=f"grade-{task.student}-"
                                   f"{hashlib.sha1(os.urandom(8)).hexdigest()[:8]}")
 
-    def done(self, futures) -> set:
+    def done(self, futures, timeout: float | None = None) -> set:
         from distributed import wait
 
-        return set(wait(list(futures), return_when="FIRST_COMPLETED").done)
+        try:
+            return set(wait(list(futures), timeout=timeout, return_when="FIRST_COMPLETED").done)
+        except TimeoutError:
+            return set()
 
     def close(self):
         with contextlib.suppress(Exception):
             self.client.close()
+
+    def kill(self):
+        """Cancel what runs on the cluster (a wedged Dask worker is restarted by its nanny)."""
+        with contextlib.suppress(Exception):
+            self.client.restart()
+        self.close()
 
 
 def make_pool(workers: int | None, scheduler: str | None):

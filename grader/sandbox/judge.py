@@ -16,6 +16,7 @@ marked, a fresh process replays the earlier cells, and grading goes on.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import contextlib
 import io
@@ -102,6 +103,7 @@ class Judge:
         self.bound: dict[str, tuple[int, str]] = {}
         self.theirs = set(self.answers)  # names a test takes from the student's process
         self.tainted = set(self.answers)
+        self.instructors: set[str] = set()  # names the instructor's cells bound here
         self._printed = None
         for kind, detail in (self.confined or confinement()).flags():
             self.flag(kind, detail)
@@ -145,6 +147,7 @@ class Judge:
         for name, value in self.ns.items():
             if before.get(name) != id(value):
                 self.bound[name] = (index, "grader")
+                self.instructors.add(name)
 
     def _run_student(self, index: int, cell) -> None:
         self.worker_cells.append((index, cell.source))
@@ -164,9 +167,14 @@ class Judge:
                                        str(err.get("evalue", ""))[:2000],
                                        [str(x) for x in err.get("traceback", [])][:20]))
         bound = reply.get("bound")
+        imported = set() if is_instructor_cell(cell) else _imported_names(cell.source)
         for name in bound if isinstance(bound, list) else []:
             if isinstance(name, str) and name in self.theirs:  # other names stay ours
                 self.bound[name] = (index, "worker")
+            elif isinstance(name, str) and name in self.instructors and name not in imported \
+                    and not is_instructor_cell(cell):
+                self.flag("redefined", f"cell {index + 1} redefines {name[:80]}, which the "
+                          "instructor's code defines; the tests used the instructor's")
 
     def _run_test(self, index: int, cell) -> None:
         try:
@@ -229,6 +237,16 @@ class _Unusable:
 
     def __call__(self, *a, **k):
         return self.__getattr__("")
+
+
+def _imported_names(source: str) -> set[str]:
+    """Names a cell binds with import statements (importing torch again is harmless)."""
+    try:
+        tree = ast.parse(answers.python(source))
+    except SyntaxError:
+        return set()
+    return {name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+            for name in answers.bound_names(node)}
 
 
 def _text(value, limit: int = KEEP_CHARS) -> str:

@@ -20,12 +20,17 @@ _MODULES = {
     "nbgrader": "imports nbgrader",
     "multiprocessing": "starts processes",
     "signal": "changes signal handling",
+    "_multiprocessing": "uses process-pool primitives (semaphores)",
+    "mmap": "maps memory or files directly",
 }
 _CALLS = {
     "os._exit": "exits the process (os._exit)",
     "sys.exit": "exits the notebook (sys.exit)",
     "os.fork": "forks the process",
     "os.kill": "sends signals",
+    "os.killpg": "sends signals",
+    "os.setsid": "detaches processes into a new session",
+    "os.getenv": "reads environment variables",
     "os.system": "runs shell commands",
     "sys.settrace": "installs a tracer",
     "sys.setprofile": "installs a profiler hook",
@@ -40,6 +45,11 @@ _CALLS = {
 _PATCHABLE = {"torch", "np", "numpy", "F", "nn", "builtins", "sys", "os", "math", "grader",
               "IPython", "expect_close", "expect_shape", "checks"}
 _SECRET_WORDS = ("solutions", "assignments", "source", "gradebook", "autograded", "release")
+# Places outside the student's folder, named in a string: what the code may be after.
+_PLACES = {"/proc": "looks at processes through /proc", "/dev/shm": "uses shared memory "
+           "(/dev/shm)", "/etc/": "reads system files (/etc)", "/tmp": "uses /tmp",
+           "/var/run": "looks for system sockets (/var/run)", "/run/": "looks for system "
+           "sockets (/run)", "/root": "looks in /root", "/home": "looks in /home"}
 
 
 def _dotted(node) -> str:
@@ -81,6 +91,10 @@ def scan(source: str) -> list[str]:
                 name = _dotted(target)
                 if "." in name and name.split(".")[0] in _PATCHABLE:
                     found.append(f"replaces {name}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found += [why for place, why in _PLACES.items() if place in node.value]
+        elif isinstance(node, ast.Attribute) and _dotted(node) in ("os.environ", "os.environb"):
+            found.append("reads environment variables")
         elif isinstance(node, ast.Global) and "__builtins__" in node.names:
             found.append("changes __builtins__")
         elif isinstance(node, ast.Name) and node.id in ("__builtins__", "__subclasses__"):

@@ -12,6 +12,7 @@ import base64
 import contextlib
 import functools
 import json
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -114,12 +115,15 @@ class Zygote:
         return self._ask({"op": "sweep"})
 
     def stop(self) -> None:
+        if self.sock.fileno() == -1:
+            return  # stopped already
         self.reader.close()
-        self.sock.close()
+        self.sock.close()  # the zygote sees the end of its socket and exits
         try:
             self.proc.wait(5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait(5)
         if not self.confined.sandboxed:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -143,6 +147,9 @@ def zygote(confined: Confinement) -> Zygote:
     if z is None or z.proc.poll() is not None:
         z = _zygotes[confined] = Zygote(confined)
         atexit.register(z.stop)
+        # A process-pool worker ends through multiprocessing, which skips atexit but runs
+        # these finalizers: the sandbox is gone before the grading run reports its end.
+        multiprocessing.util.Finalize(z, z.stop, exitpriority=100)
     return z
 
 

@@ -1,0 +1,252 @@
+"""Isolation attacks (isolation_attacks.py) through `python -m grader autograde` and
+`grader feedback`, in one batch with honest controls after them. Asserted: each attacker's
+points, the controls' full marks, the batch ends, no process of the run survives, no file
+outside the course changes, nothing reaches the grader's listeners, no secret of the grader's
+environment appears in any feedback page, and every attempt is a flag in the class report."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader.course import REPO, Course
+from grader.release import release
+
+from .attacks import FULL, build
+from .isolation_attacks import ANSWERS, Plant, isolation_attacks
+
+pytestmark = pytest.mark.slow
+
+TAG = f"isolation-{os.getpid()}"
+SECRET = f"planted-secret-{os.getpid()}-7f3a9c"
+
+
+class Listener:
+    """Sockets on the grader's side of the sandbox; records anything that reaches them."""
+
+    def __init__(self, tmp: Path):
+        self.received: list[str] = []
+        self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.udp.bind(("127.0.0.1", 0))
+        self.tcp = socket.create_server(("127.0.0.1", 0))
+        self.unix_path = tmp / "grader.sock"
+        self.unix = socket.socket(socket.AF_UNIX)
+        self.unix.bind(str(self.unix_path))
+        self.unix.listen()
+        os.chmod(self.unix_path, 0o777)  # reachable by `nobody`, if it could see it at all
+        self.abstract_name = f"grader-test-{os.getpid()}"
+        self.abstract = socket.socket(socket.AF_UNIX)
+        self.abstract.bind("\0" + self.abstract_name)
+        self.abstract.listen()
+        self.open = True
+        for sock in (self.udp, self.tcp, self.unix, self.abstract):
+            sock.settimeout(0.2)
+            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+
+    def _serve(self, sock):
+        while self.open:
+            try:
+                if sock.type == socket.SOCK_DGRAM:
+                    data, _ = sock.recvfrom(100)
+                    self.received.append(f"udp: {data!r}")
+                else:
+                    conn, _ = sock.accept()
+                    self.received.append(f"connection to {sock.getsockname()!r}")
+                    conn.close()
+            except (TimeoutError, OSError):
+                continue
+
+    def close(self):
+        self.open = False
+        time.sleep(0.3)
+        for sock in (self.udp, self.tcp, self.unix, self.abstract):
+            sock.close()
+
+
+def _digest(paths) -> dict[str, str]:
+    out = {}
+    for root in paths:
+        for path in sorted(Path(root).rglob("*")) if Path(root).is_dir() else [Path(root)]:
+            if path.is_file() and "__pycache__" not in path.parts:
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _sandbox_processes() -> set[int]:
+    """Processes of the run: tagged by its environment, or running as the sandbox's user."""
+    found = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+            uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if f"GRADER_TEST_TAG={TAG}".encode() in env.split(b"\0") or (
+                os.geteuid() == 0 and uid == 65534):
+            found.add(int(pid))
+    return found
+
+
+def _describe(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200] + \
+            " " + Path(f"/proc/{pid}/stat").read_text()[:120]
+    except OSError:
+        return "(gone)"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("isolation")
+    course = Course(tmp / "course", source=REPO / "assignments")
+    released = release(course, "soft_select") / "soft_select.ipynb"
+    outside = tmp / "outside"
+    outside.mkdir()
+    secret_file = outside / "instructor-notes.txt"
+    secret_file.write_text(f"exam answers {SECRET}")
+    reference_copy = outside / "select.py"
+    shutil.copy(REPO / "solutions" / "select.py", reference_copy)
+    listener = Listener(outside)
+    plant = Plant(SECRET, secret_file, reference_copy, listener.udp.getsockname()[1],
+                  listener.tcp.getsockname()[1], listener.unix_path, listener.abstract_name,
+                  outside / "pwned.txt")
+    suite = isolation_attacks(REPO, course.root, plant)
+    for attack in suite:
+        build(attack, released, tmp / "submissions" / attack.name / "soft_select")
+    watched = [REPO / "assignments", REPO / "solutions", REPO / "grader", outside]
+    before = _digest(watched)
+    env = {**os.environ, "GRADER_TEST_TAG": TAG, "PGPASSWORD": SECRET,
+           "JUPYTERHUB_API_TOKEN": SECRET,
+           "GRADER_DB_URL": f"postgresql://grader:{SECRET}@127.0.0.1/grades"}
+    started = time.time()
+    run = subprocess.run(
+        [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
+         "soft_select", "--submissions", str(tmp / "submissions"), "--cell-timeout", "6",
+         "--notebook-timeout", "60", "--memory", "3G", "--workers", "2"],
+        capture_output=True, text=True, timeout=1200, cwd=REPO, env=env)
+    left = _sandbox_processes()
+    for _ in range(50):  # a process being torn down is given a few seconds, no more
+        if not left:
+            break
+        time.sleep(0.1)
+        left &= _sandbox_processes()
+    left = {pid: _describe(pid) for pid in left}
+    feedback = subprocess.run(
+        [sys.executable, "-m", "grader", "--course", str(course.root), "feedback",
+         "soft_select", "--to", str(tmp / "pages")],
+        capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    listener.close()
+    status = json.loads((course.root / "status" / "soft_select.json").read_text())
+    yield dict(course=course, suite=suite, run=run, status=status, left=left, tmp=tmp,
+               plant=plant, feedback=feedback, before=before, after=_digest(watched),
+               watched=watched, received=listener.received, started=started)
+
+
+def _outputs(course: Course, student: str) -> str:
+    nb = nbformat.read(course.autograded / student / "soft_select" / "soft_select.ipynb", 4)
+    return "\n".join(str(o.get("text", "")) + str(o.get("evalue", ""))
+                     for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_the_batch_ends_with_a_row_for_everyone(graded):
+    run, status, suite = graded["run"], graded["status"], graded["suite"]
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert set(status) == {a.name for a in suite}
+
+
+@pytest.mark.parametrize("name", [a.name for a in isolation_attacks(
+    REPO, Path("/c"), Plant("", Path("/x"), Path("/x"), 0, 0, Path("/x"), "", Path("/x")))])
+def test_points_and_flags(graded, name):
+    attack = next(a for a in graded["suite"] if a.name == name)
+    row = graded["status"][name]
+    assert row["error"] is None, f"{name}: {row['error']}"
+    assert row["auto_score"] == attack.points, (
+        f"{name} ({attack.what}) scored {row['auto_score']}, expected {attack.points}\n"
+        + _outputs(graded["course"], name)[-3000:])
+    kinds = {f["kind"] for f in row["flags"]}
+    assert attack.flags <= kinds, f"{name}: flags {kinds}, expected at least {attack.flags}"
+
+
+def test_controls_came_last_and_kept_full_marks(graded):
+    names = list(graded["status"])
+    controls = [n for n in names if n.startswith("zz_")]
+    assert controls and sorted(names)[-len(controls):] == sorted(controls)
+    assert all(graded["status"][n]["auto_score"] == FULL for n in controls)
+
+
+def test_no_process_of_the_run_survives(graded):
+    assert not graded["left"], f"still alive after the run: {graded['left']}"
+
+
+def test_no_file_outside_the_course_changed(graded):
+    before, after = graded["before"], graded["after"]
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"changed outside the course: {changed[:10]}"
+    assert not graded["plant"].pwned.exists(), "the daemon wrote outside its sandbox"
+    alive = Path("/tmp/daemon-alive")
+    assert not (alive.exists() and alive.stat().st_mtime >= graded["started"]), (
+        "the daemon wrote to the machine's /tmp")
+
+
+def test_nothing_reached_the_graders_sockets(graded):
+    assert not graded["received"], graded["received"]
+
+
+def test_no_secret_in_any_feedback_page_or_graded_notebook(graded):
+    feedback = graded["feedback"]
+    assert feedback.returncode == 0, feedback.stdout[-2000:] + feedback.stderr[-2000:]
+    pages = sorted((graded["tmp"] / "pages").rglob("*.html"))
+    assert len(pages) == len(graded["suite"]), [p.name for p in pages]
+    course = graded["course"]
+    for path in [*pages, *course.autograded.rglob("*.ipynb")]:
+        text = path.read_text(errors="ignore")
+        assert SECRET not in text, f"the planted secret is in {path}"
+    environment = _outputs(course, "c2_environment")
+    assert "HOME" in environment and "PATH" in environment, "the attacker's print did run"
+
+
+def test_stolen_reference_never_ran(graded):
+    assert "STOLEN" not in _outputs(graded["course"], "c2_read_files")
+    assert "blocked" in _outputs(graded["course"], "c2_read_files")
+
+
+def test_the_next_student_finds_a_clean_slate(graded):
+    text = _outputs(graded["course"], "zz_control_clean_slate")
+    seen = next(line for line in text.splitlines() if line.startswith("SEEN"))
+    for leftover in ("left-behind", "daemon-alive", "sem."):
+        assert leftover not in seen, seen
+
+
+def test_requests_name_only_the_students_answers(graded):
+    text = _outputs(graded["course"], "c4_log_requests")
+    line = next(line for line in text.splitlines() if line.startswith("REQUESTS"))
+    log = json.loads(line.removeprefix("REQUESTS"))
+    asked = {name for op, name in log if op == "op_get"}
+    assert asked, "the logger saw no request: the attack did not run as intended"
+    assert asked <= set(ANSWERS), f"requests revealed names beyond the answers: {asked}"
+
+
+def test_report_lists_every_attempt_in_plain_words(graded, tmp_path):
+    course = graded["course"]
+    page = tmp_path / "report.html"
+    run = subprocess.run([sys.executable, "-m", "grader", "--course", str(course.root), "report",
+                          "soft_select", "--to", str(page)], capture_output=True, text=True,
+                         cwd=REPO, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    text = page.read_text()
+    flags = text[text.index("Flags for review"):text.index("<h2>Students")]
+    for attack in graded["suite"]:
+        if attack.flags:
+            assert f"<td>{attack.name}</td>" in flags, f"{attack.name} missing from the report"
+    assert "looks at processes through /proc" in flags
