@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
-.PHONY: site browser-test screenshots
+.PHONY: site browser-test screenshots sandbox-tools
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,18 +18,29 @@ $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@touch $@
 
 ## The main job: release the self-attention assignment, grade a sample class, export grades.
-demo: $(STAMP)
+## The grader runs students' code in Debian's bubblewrap sandbox (`bwrap`): installed here when
+## missing and we may (root with apt), otherwise a clear message.
+sandbox-tools:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing bubblewrap (the grader's sandbox)..."; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; \
+	  else echo "The grader needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; fi; }
+
+demo: $(STAMP) sandbox-tools
 	$(BIN)/python -m grader demo
 
 ## Lint, then every test (CI runs this through .ci/run). Each lecture executes once a run, and
 ## the demo's sample classes are graded once (shared); the summary at the end counts both.
-test: $(STAMP)
+test: $(STAMP) sandbox-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 ## The inner loop (under 2 minutes): lint, then the tests that start no kernel, notebook server
 ## or browser (`slow` and `browser` are left out). `make test` stays the full suite.
-test-fast: $(STAMP)
+test-fast: $(STAMP) sandbox-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not slow and not browser"
 

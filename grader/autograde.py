@@ -77,7 +77,8 @@ def _is_released(course: Course, assignment: str) -> bool:
 
 def autograde(course: Course, assignment: str, submissions: Path, progress=print,
               limits: dict | None = None, workers: int | None = None,
-              scheduler: str | None = None, force: bool = False) -> list[Result]:
+              scheduler: str | None = None, force: bool = False,
+              unconfined: bool = False) -> list[Result]:
     """Grade every student in `submissions`; returns one Result per student folder.
 
     Notebooks execute in parallel: `workers` processes here (default: one per core), or the
@@ -121,8 +122,10 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
             results[student] = _error_result(course, assignment, student, error)
             progress(f"  {student:<12} {_line(results[student])}")
         else:
-            tasks[student] = Task(assignment, student, folder_files(folder), released, sources,
-                                  dict(limits or {}))
+            # the course's copy, made by intake: regular files only, never the original folder
+            copy = course.submitted / student / assignment
+            tasks[student] = Task(assignment, student, folder_files(copy), released, sources,
+                                  dict(limits or {}), unconfined)
     skipped = sum(r.skipped for r in results.values())
     if skipped:
         progress(f"  {skipped} unchanged submission(s) already graded: skipped (--force "

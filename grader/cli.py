@@ -33,10 +33,20 @@ def cmd_autograde(args) -> int:
     limits = {k: v for k, v in (("cell_timeout", args.cell_timeout),
                                 ("notebook_timeout", args.notebook_timeout),
                                 ("memory_bytes", args.memory)) if v is not None}
+    from grader.sandbox.namespaces import IsolationUnavailable
+    from grader.sandbox.session import confinement
+
+    try:
+        confined = confinement(args.unconfined)
+    except IsolationUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(f"Autograding {args.assignment} from {args.submissions}")
+    print(f"  isolation: {confined.describe()}")
     start = time.monotonic()
     results = autograde(_course(args), args.assignment, Path(args.submissions), limits=limits,
-                        workers=args.workers, scheduler=args.scheduler, force=args.force)
+                        workers=args.workers, scheduler=args.scheduler, force=args.force,
+                        unconfined=args.unconfined)
     errors = [r for r in results if r.error]
     infra = [r for r in errors if r.infrastructure]
     flagged = [r for r in results if r.flags]
@@ -137,6 +147,9 @@ def parser() -> argparse.ArgumentParser:
                                        "notebooks on that cluster instead")
     s.add_argument("--force", action="store_true",
                    help="grade again submissions that are unchanged since the last run")
+    s.add_argument("--unconfined", action="store_true",
+                   help="grade even where the sandbox (bubblewrap) cannot be built; every "
+                        "submission is then flagged 'unconfined'. Never for untrusted code")
     s.set_defaults(run=cmd_autograde)
 
     s = sub.add_parser("feedback", help="feedback HTML for autograded students")

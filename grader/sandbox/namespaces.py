@@ -98,6 +98,12 @@ def command(argv: list[str], sizes: Sizes = Sizes()) -> list[str]:
            "--hostname", "sandbox", "--clearenv"]
     for key, value in environment().items():
         cmd += ["--setenv", key, value]
+    # The writable places first: a folder bound later (a venv under /tmp, say) lands on them
+    # instead of being hidden by them.
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    for path, size in ((SCRATCH, sizes.scratch_bytes), ("/tmp", sizes.tmp_bytes),
+                       ("/dev/shm", sizes.shm_bytes)):
+        cmd += ["--perms", "1777", "--size", str(size), "--tmpfs", path]
     cmd += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         target = Path("/", name)
@@ -108,7 +114,7 @@ def command(argv: list[str], sizes: Sizes = Sizes()) -> list[str]:
     for name in ETC:
         if Path("/etc", name).exists():
             cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
-    made = {"/etc", "/usr"}
+    made = {"/etc", "/usr", "/tmp", "/dev", "/proc", SCRATCH}
     for path in readable_paths():
         for parent in _ancestors(path):
             if parent not in made:  # bwrap would make it 0700: unreadable for `nobody`
@@ -118,10 +124,6 @@ def command(argv: list[str], sizes: Sizes = Sizes()) -> list[str]:
         made.add(path)
     for path in hidden_paths():
         cmd += ["--perms", "0000", "--tmpfs", path]
-    cmd += ["--proc", "/proc", "--dev", "/dev"]
-    for path, size in ((SCRATCH, sizes.scratch_bytes), ("/tmp", sizes.tmp_bytes),
-                       ("/dev/shm", sizes.shm_bytes)):
-        cmd += ["--perms", "1777", "--size", str(size), "--tmpfs", path]
     cmd += ["--chdir", SCRATCH, "--"]
     if os.geteuid() == 0:  # bwrap ran privileged: become nobody, for good, before Python starts
         cmd += [shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",

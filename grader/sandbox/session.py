@@ -36,6 +36,12 @@ class Confinement:
     cgroups: bool  # memory and process count bounded by a cgroup per turn (else rlimits)
     why_not: str = ""  # what is missing, in words
 
+    def describe(self) -> str:
+        where = namespaces.describe() if self.sandboxed else f"NONE ({self.why_not})"
+        limits = ("a cgroup per student (memory incl. /dev/shm, process count)" if self.cgroups
+                  else "rlimits (no writable cgroup hierarchy)")
+        return f"{where}; limits: {limits}; Landlock as a second layer where the kernel has it"
+
     def flags(self) -> list[tuple[str, str]]:
         """The flags every submission graded under this confinement carries."""
         out = []
