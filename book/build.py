@@ -2,7 +2,8 @@
 
 1. Every lecture is executed headless with the lecture checks (`lectures.toolkit.execute`: each
    figure has a title and labelled axes). An executed copy in build/lectures/ (what
-   `make lectures` writes) is reused while it is newer than the notebook and the code it runs.
+   `make lectures` writes, and the test suite once per run) is reused while it is newer than
+   the notebook and the code it runs.
 2. Every source assignment (solutions, model answers, visible and hidden tests) is executed in
    its own folder; copies are kept in build/site-cache/ on the same terms.
 3. book/ (the Jupyter Book configuration and the contents page) and those notebooks are staged
@@ -57,19 +58,13 @@ def _fresh(executed: Path, source: Path, code: list[Path]) -> bool:
 
 
 def execute_lecture(path: Path) -> Path:
-    from nbconvert import HTMLExporter
-
-    from lectures.toolkit.execute import execute
+    from lectures.toolkit.execute import execute_to
 
     out = EXECUTED_LECTURES / path.name
     if _fresh(out, path, LECTURE_CODE):
         print(f"  {path.name}: up to date in {out.parent.relative_to(REPO)}/")
         return out
-    nb, seconds = execute(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, out)
-    html, _ = HTMLExporter().from_notebook_node(nb)
-    out.with_suffix(".html").write_text(html)
+    _, seconds = execute_to(path, EXECUTED_LECTURES)  # as `make lectures` writes it
     print(f"  {path.name}: executed in {seconds:.0f} s")
     return out
 

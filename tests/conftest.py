@@ -1,11 +1,87 @@
+"""Session-wide fixtures: the repository, and the two expensive things several suites need.
+
+- `executed_lectures`: each lecture executed once per test run (with the figure checks) into
+  build/lectures/, exactly as `make lectures` writes it. tests/lectures checks each run (budget,
+  errors) and tests/site builds the site from these copies, which book/build.py reuses because
+  they are newer than the notebooks and their code.
+- `sample_classes`: `make demo` once per test run (every assignment's sample class released,
+  autograded, with feedback, reports and grades.csv), in a folder of its own below build/tests/
+  (JupyterLab, in the browser tests, can only serve what is below the repository). Tests read it;
+  a test that needs to change a course's state grades a class of its own and says why.
+
+The summary at the end of a run counts lecture executions and autograde calls in this process
+(the site build's executions are read from its output), so a regression to executing or
+grading twice shows up in every run.
+"""
+
+from __future__ import annotations
+
 import os
+import shutil
 import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+
+EXECUTED_LECTURES = REPO / "build" / "lectures"  # shared with `make lectures` and `make site`
+
+
+@dataclass
+class RunLog:
+    """How often this test process executed each lecture and autograded each assignment."""
+
+    lectures: Counter = field(default_factory=Counter)  # by the fixture
+    site_lectures: Counter = field(default_factory=Counter)  # by book/build.py (not reused)
+    gradings: Counter = field(default_factory=Counter)  # autograde() calls, by assignment
+    notebooks: Counter = field(default_factory=Counter)  # submissions executed, by assignment
+
+    def summary(self) -> list[str]:
+        def show(counter):
+            return ", ".join(f"{k} x{n}" for k, n in sorted(counter.items())) or "none"
+
+        lines = [f"lectures executed: {sum(self.lectures.values())} ({show(self.lectures)})"]
+        if self.site_lectures:
+            lines.append(f"lectures executed again by the site build: {show(self.site_lectures)}")
+        lines.append(f"autograde runs in this process: {sum(self.gradings.values())} "
+                     f"({show(self.gradings)}); submissions executed: "
+                     f"{sum(self.notebooks.values())}")
+        return lines
+
+
+RUNS = RunLog()
+
+
+def _count_autograde():
+    """Count autograde() calls (a pass-through wrapper; installed before any test imports it)."""
+    import functools
+
+    import grader.autograde
+
+    inner = grader.autograde.autograde
+
+    @functools.wraps(inner)
+    def autograde(course, assignment, *args, **kwargs):
+        results = inner(course, assignment, *args, **kwargs)
+        RUNS.gradings[assignment] += 1
+        RUNS.notebooks[assignment] += sum(not r.skipped and not r.error for r in results)
+        return results
+
+    grader.autograde.autograde = autograde
+
+
+_count_autograde()
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.section("lectures executed and classes graded")
+    for line in RUNS.summary():
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +92,73 @@ def repo() -> Path:
 @pytest.fixture(scope="session")
 def venv_python() -> str:
     return sys.executable
+
+
+@pytest.fixture(scope="session")
+def run_log() -> RunLog:
+    return RUNS
+
+
+class ExecutedLectures:
+    """lecture path -> (executed notebook, seconds); each lecture runs at most once a session.
+
+    A lecture that fails keeps failing for every test that asks for it (its error is raised
+    again), and its copy in build/lectures/ is removed, so no later build reuses an old one.
+    """
+
+    def __init__(self, out: Path):
+        self.out = out
+        self._runs: dict[Path, tuple] = {}
+
+    def __call__(self, path: Path):
+        from lectures.toolkit.execute import execute_to
+
+        path = Path(path).resolve()
+        if path not in self._runs:
+            RUNS.lectures[path.stem] += 1
+            try:
+                self._runs[path] = execute_to(path, self.out), None  # as `make lectures`
+            except BaseException as e:
+                (self.out / path.name).unlink(missing_ok=True)
+                self._runs[path] = None, e
+                if not isinstance(e, Exception):  # KeyboardInterrupt and the like
+                    raise
+        run, error = self._runs[path]
+        if error is not None:
+            raise error
+        return run
+
+
+@pytest.fixture(scope="session")
+def executed_lectures() -> ExecutedLectures:
+    return ExecutedLectures(EXECUTED_LECTURES)
+
+
+@dataclass
+class SampleClasses:
+    """The output of one `make demo` run: build/demo/'s layout, in `out`."""
+
+    out: Path  # course/, submissions/, feedback/, reports/, grades.csv
+    rows: dict  # {assignment: {student id: grader.autograde.Result}}
+    log: list[str]  # what the demo said (its progress lines included)
+
+    @property
+    def course(self):
+        from grader.course import Course
+
+        return Course(self.out / "course")
+
+
+@pytest.fixture(scope="session")
+def sample_classes() -> SampleClasses:
+    """Every assignment's sample class, graded once a session by `make demo`'s own code."""
+    from grader.demo import run_demo
+
+    parent = REPO / "build" / "tests"
+    parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="demo-", dir=parent))  # one per run: runs may overlap
+    log: list[str] = []
+    rows = run_demo(work / "demo", say=log.append)
+    yield SampleClasses(work / "demo", {a: {s.id: r for s, r in table}
+                                        for a, table in rows.items()}, log)
+    shutil.rmtree(work, ignore_errors=True)

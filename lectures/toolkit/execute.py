@@ -1,7 +1,9 @@
 """Execute lecture notebooks headless, checking every figure, and export them.
 
 `make lectures` runs `python -m toolkit.execute` (from lectures/) to write executed copies and
-HTML under build/lectures/; the test suite uses `execute` to run each lecture in CI.
+HTML under build/lectures/ (`execute_to`). `make site` (book/build.py) reuses those copies while
+they are up to date, and the test suite writes them once per run (tests/conftest.py) for
+tests/lectures to check and tests/site to build from.
 
 While a notebook runs, every figure that is drawn is checked: it must have a title (its own or
 the figure's) and each visible plot must label both axes. The checks are injected as extra cells
@@ -10,7 +12,9 @@ in memory; the stored notebook is not changed.
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,15 +73,36 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT):
     return nb, seconds
 
 
-def main(out: Path = LECTURES.parent / "build" / "lectures") -> int:
+def _write_atomically(target: Path, text: str) -> None:
+    """Readers (a site build, a second test run) never see a half-written file."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def execute_to(path: Path, out: Path, timeout: int = CELL_TIMEOUT):
+    """Execute the lecture at `path` (`execute`), then write the executed notebook and its HTML
+    into the folder `out` (the HTML first: the notebook's time stamp marks a complete copy).
+    Returns (executed notebook, seconds)."""
     from nbconvert import HTMLExporter
 
+    nb, seconds = execute(path, timeout)
     out.mkdir(parents=True, exist_ok=True)
+    html, _ = HTMLExporter().from_notebook_node(nb)
+    _write_atomically(out / path.with_suffix(".html").name, html)
+    _write_atomically(out / path.name, nbformat.writes(nb).rstrip("\n") + "\n")
+    return nb, seconds
+
+
+def main(out: Path = LECTURES.parent / "build" / "lectures") -> int:
     for path in sorted(LECTURES.glob("*.ipynb")):
-        nb, seconds = execute(path)
-        nbformat.write(nb, out / path.name)
-        html, _ = HTMLExporter().from_notebook_node(nb)
-        (out / path.with_suffix(".html").name).write_text(html)
+        _, seconds = execute_to(path, out)
         print(f"{path.name}: executed in {seconds:.0f} s -> {out / path.stem}.html")
     return 0
 

@@ -1,9 +1,10 @@
 """A real browser on the course: Debian's chromium, driven by Playwright, on `make lab`'s server.
 
-The session builds one sample class (the demo's self_attention students, graded), starts
-JupyterLab on it exactly as `make lab` does (grader.lab) on a free loopback port, and opens one
-headless chromium. Playwright never downloads a browser: it launches /usr/bin/chromium, which
-.ci/run installs (`apt-get install chromium`). Without it, these tests skip.
+The session's sample classes (`make demo`, graded once a session: tests/conftest.py), whose
+self_attention class these tests use; JupyterLab started on them exactly as `make lab` does
+(grader.lab) on a free loopback port; one headless chromium. Playwright never downloads a
+browser: it launches /usr/bin/chromium, which .ci/run installs (`apt-get install chromium`).
+Without it, these tests skip.
 
 Screenshots of every step go to build/screenshots/ (`make screenshots` copies the ones the
 README shows into docs/img/).
@@ -47,13 +48,19 @@ LAB_SETTINGS = {
 
 
 def pytest_collection_modifyitems(items):
-    if CHROMIUM.exists():
-        return
+    """Everything here is `browser` (and `slow`: a JupyterLab server or a kernel), so that
+    `make test-fast` (-m "not slow and not browser") leaves it out; without chromium, the tests
+    that need it skip."""
+    here = Path(__file__).parent
     skip = pytest.mark.skip(reason=f"no chromium at {CHROMIUM} (.ci/run installs Debian's "
                             "`chromium`; or set COURSE_CHROMIUM)")
-    here = Path(__file__).parent
     for item in items:
-        if item.path.is_relative_to(here) and {"browser", "page"} & set(item.fixturenames):
+        if not item.path.is_relative_to(here):
+            continue
+        item.add_marker(pytest.mark.browser)
+        if item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+        if not CHROMIUM.exists() and {"browser", "page"} & set(item.fixturenames):
             item.add_marker(skip)
 
 
@@ -70,15 +77,12 @@ def shots() -> Path:
 
 
 @pytest.fixture(scope="session")
-def sample_class() -> Path:
-    """The demo's sample class for self_attention, released and autograded: its course dir."""
-    out = WORK / "demo"
-    code = ("import sys; from pathlib import Path; from grader.demo import run_demo; "
-            f"run_demo(out=Path({str(out)!r}), assignments=['self_attention'])")
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return out
+def sample_class(sample_classes) -> Path:
+    """The demo's output (build/demo/'s layout, below the repository): the self_attention
+    class released and autograded in course/, its report in reports/. Shared with
+    tests/grader/test_demo.py; these tests only add a fetched copy under student/."""
+    assert sample_classes.rows["self_attention"], "the demo graded no self_attention class"
+    return sample_classes.out
 
 
 @pytest.fixture(scope="module")  # stopped after its tests: a live server slows later runs

@@ -1,8 +1,9 @@
 """Every lecture executes headless, within its budget, with titled and labelled figures.
 
 Training demos assert their own results inside the notebooks, so a regression fails here.
+Each lecture runs once per test run (the session's `executed_lectures`, tests/conftest.py),
+into build/lectures/, where the site build (tests/site) picks it up instead of running it again.
 """
-
 
 import nbformat
 import pytest
@@ -11,14 +12,13 @@ from grader.course import REPO
 from lectures.toolkit.execute import execute
 
 LECTURES = sorted((REPO / "lectures").glob("*.ipynb"))
-BUDGET = 180  # seconds per lecture on 2 CPU cores
-
-pytestmark = pytest.mark.slow
+BUDGET = 180  # seconds per lecture on 2 CPU cores (also the cell timeout of the execution)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", LECTURES, ids=[p.stem for p in LECTURES])
-def test_lecture_executes_within_budget(path):
-    nb, seconds = execute(path, timeout=BUDGET)
+def test_lecture_executes_within_budget(path, executed_lectures):
+    nb, seconds = executed_lectures(path)
     assert seconds < BUDGET, f"{path.name} took {seconds:.0f} s (budget {BUDGET} s)"
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "error"]
@@ -32,6 +32,7 @@ def test_lecture_is_stored_without_outputs(path):
                for c in nb.cells if c.cell_type == "code"), f"clear the outputs of {path.name}"
 
 
+@pytest.mark.slow
 def test_figure_check_catches_an_unlabelled_plot(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")])

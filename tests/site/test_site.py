@@ -1,8 +1,10 @@
 """`make site`: every lecture and worked solution is a page, with its figures, and the contents
 page maps each lecture to its assignment.
 
-The build executes every lecture (with the lecture checks) and every source assignment, then
-runs Jupyter Book with Sphinx warnings as errors: a clean exit is itself part of the test.
+The build executes every source assignment, takes the lectures executed (with the lecture checks)
+once this session by tests/conftest.py's `executed_lectures` from build/lectures/ (as `make site`
+reuses what `make lectures` wrote), then runs Jupyter Book with Sphinx warnings as errors: a
+clean exit is itself part of the test.
 """
 
 from __future__ import annotations
@@ -69,12 +71,31 @@ def local_target(page: Path, href: str) -> Path | None:
 
 
 @pytest.fixture(scope="module")
-def site() -> Path:
+def site_build(executed_lectures, run_log) -> subprocess.CompletedProcess:
+    """`make site`, after every lecture has been executed into build/lectures/ this session."""
+    for lecture in LECTURES:
+        executed_lectures(lecture)  # once a session; tests/lectures checks each run
     done = subprocess.run([sys.executable, "book/build.py"], cwd=REPO, capture_output=True,
                           text=True, timeout=1500)
+    for lecture in LECTURES:
+        if f"  {lecture.name}: executed in" in done.stdout:
+            run_log.site_lectures[lecture.stem] += 1
+    return done
+
+
+@pytest.fixture(scope="module")
+def site(site_build) -> Path:
+    done = site_build
     assert done.returncode == 0, f"make site failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
     assert (SITE / "index.html").exists()
     return SITE
+
+
+def test_the_build_reuses_the_executed_lectures(site, site_build):
+    """Executed copies in build/lectures/ newer than their sources are not executed again."""
+    for lecture in LECTURES:
+        assert f"  {lecture.name}: up to date in build/lectures/" in site_build.stdout, (
+            f"{lecture.name} was executed again:\n{site_build.stdout[-3000:]}")
 
 
 def figures(nb) -> int:
