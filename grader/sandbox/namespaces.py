@@ -74,12 +74,15 @@ def readable_paths() -> list[str]:
 
 def hidden_paths() -> list[str]:
     """Folders inside the bound ones that the student must not see: the reference package
-    (installed non-editable it sits in site-packages, beside `grader`)."""
-    hidden = []
+    (installed non-editable it sits in site-packages, beside `grader`) and the demo's answer
+    key (grader/demo: the by-hand values and lines of the reference solutions)."""
+    import grader
+
+    hidden = [os.path.realpath(Path(grader.__file__).parent / "demo")]
     spec = importlib.util.find_spec("solutions")
     for location in (spec.submodule_search_locations or []) if spec else []:
         hidden.append(os.path.realpath(location))
-    return hidden
+    return [p for p in hidden if os.path.isdir(p)]
 
 
 def _ancestors(path: str) -> list[str]:

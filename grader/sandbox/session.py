@@ -145,13 +145,16 @@ def _host_pid(ancestor: int, ns_pid: int) -> int:
     raise ProcessLookupError(f"no process {ns_pid} in the sandbox of process {ancestor}")
 
 
-_zygotes: dict[Confinement, Zygote] = {}
+_zygotes: dict[tuple[Confinement, int], Zygote] = {}
 
 
 def zygote(confined: Confinement) -> Zygote:
-    z = _zygotes.get(confined)
+    """This thread's zygote. One per thread, because a sweep ends every process in its sandbox:
+    two students graded at once (a Dask worker's threads) must never share one."""
+    key = (confined, threading.get_ident())
+    z = _zygotes.get(key)
     if z is None or z.proc.poll() is not None:
-        z = _zygotes[confined] = Zygote(confined)
+        z = _zygotes[key] = Zygote(confined)
         atexit.register(z.stop)
         # A process-pool worker ends through multiprocessing, which skips atexit but runs
         # these finalizers: the sandbox is gone before the grading run reports its end.

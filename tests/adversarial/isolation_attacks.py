@@ -74,6 +74,16 @@ for path in paths:
         _use(text)
     except OSError as e:
         print("blocked:", path, e)''', flags={"suspicious"}),
+        Attack("c2_answer_key", "imports the demo's answer key and the reference from the "
+               "installed packages (grader.demo, solutions)", code=STEAL + '''
+import importlib, inspect
+for name in ("solutions.select", "grader.demo.sample_class", "solutions"):
+    try:
+        module = importlib.import_module(name)
+        print("imported", name)
+        _use(inspect.getsource(module))
+    except Exception as e:
+        print("blocked:", name, type(e).__name__)''', flags={"suspicious"}),
         Attack("c2_network", "sends UDP, connects over TCP, to a Unix socket, an abstract "
                "socket and PostgreSQL's socket", code=f'''
 import socket

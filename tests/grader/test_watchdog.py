@@ -1,0 +1,79 @@
+"""The watchdog: a submission that wedges its pool process is recorded as stuck, the pool is
+restarted, and every other student is graded."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+import pytest
+
+import grader.autograde as autograde_module
+import grader.parallel as parallel
+from grader.course import REPO, Course
+from grader.demo.sample_class import Student, make_submission
+from grader.release import release
+
+pytestmark = pytest.mark.slow
+FULL = 15
+
+
+class WedgingPool:
+    """Runs submissions in threads; the one named `stuck` blocks until the pool is killed,
+    as a pool process would whose semaphores a student drained."""
+
+    workers = 2
+    made: list[WedgingPool] = []
+
+    def __init__(self):
+        self.threads = ThreadPoolExecutor(2)
+        self.released = threading.Event()
+        self.killed = False
+        WedgingPool.made.append(self)
+
+    def submit(self, task):
+        if task.student == "stuck":
+            return self.threads.submit(self.released.wait)
+        return self.threads.submit(parallel.execute, task)
+
+    def done(self, futures, timeout=None):
+        return wait(futures, timeout=timeout, return_when=FIRST_COMPLETED).done
+
+    def close(self):
+        self.released.set()
+        self.threads.shutdown()
+
+    def kill(self):
+        self.killed = True
+        self.released.set()
+        self.threads.shutdown(wait=False)
+
+
+def test_a_wedged_submission_is_recorded_and_the_rest_graded(tmp_path, monkeypatch):
+    course = Course(tmp_path / "course", source=REPO / "assignments")
+    released = release(course, "soft_select") / "soft_select.ipynb"
+    source = REPO / "assignments" / "soft_select" / "soft_select.ipynb"
+    for name in ("ann", "stuck", "zoe"):
+        folder = tmp_path / "submissions" / name / "soft_select"
+        folder.mkdir(parents=True)
+        nb = make_submission(source, released, Student(name, "", "full"))
+        import nbformat
+
+        nbformat.write(nb, folder / "soft_select.ipynb")
+    WedgingPool.made.clear()
+    monkeypatch.setattr(parallel, "make_pool", lambda workers, scheduler: WedgingPool())
+    monkeypatch.setattr(autograde_module, "WATCHDOG_POLL", 0.5)
+    monkeypatch.setattr(autograde_module, "watchdog_seconds", lambda tasks, limits: 20.0)
+    lines = []
+    start = time.monotonic()
+    results = {r.student: r for r in autograde_module.autograde(
+        course, "soft_select", tmp_path / "submissions", progress=lines.append, workers=2)}
+    assert time.monotonic() - start < 600
+    stuck = results["stuck"]
+    assert stuck.error and "watchdog" in stuck.error, stuck.error
+    assert not stuck.infrastructure
+    assert "stuck" in {f["kind"] for f in stuck.flags}
+    assert results["ann"].auto_score == FULL and results["zoe"].auto_score == FULL, lines
+    assert WedgingPool.made[0].killed, "the wedged pool was not stopped"
+    assert any("watchdog" in line for line in lines), lines
