@@ -7,9 +7,8 @@ the course's submitted/ folder (the originals are never touched) and graded by n
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +18,11 @@ from nbgrader.api import Gradebook, MissingEntry
 from grader import intake
 from grader.course import COURSE_ID, Course
 from grader.nbgrader_api import api_for, reason
+from grader.parallel import Task, fingerprint
 from grader.release import release
-from grader.sandbox.execute import add_flags, flags_path, read_flags
+from grader.status import flag, load_status, save_status, status_path, unique
 
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
+__all__ = ["Result", "autograde", "load_status", "save_status", "status_path"]
 
 
 @dataclass
@@ -81,29 +81,29 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
               unconfined: bool = False) -> list[Result]:
     """Grade every student in `submissions`; returns one Result per student folder.
 
-    Notebooks execute in parallel: `workers` processes here (default: one per core), or the
-    Dask cluster at `scheduler`; the gradebook is written by this process alone. Submissions
-    graded before and unchanged since are skipped unless `force`.
+    Three stages, each handing the next an explicit value: (1) here, intake copies the folder
+    into the course and nbgrader's sanitizing steps make each notebook safe (`prepare`);
+    (2) the notebooks execute in parallel, `workers` processes here (default: one per core) or
+    the Dask cluster at `scheduler` (grader.parallel.execute); (3) here, nbgrader's autograde
+    records the executed notebooks in the gradebook (`record`; this process alone writes it).
+    Submissions graded before and unchanged since are skipped unless `force`.
     limits: overrides of grader.sandbox.session.Limits (cell_timeout, memory_bytes, ...).
     """
-    from grader.parallel import Task, fingerprint, folder_files, make_pool
-    from grader.sandbox.execute import PRECOMPUTED
+    from grader.parallel import make_pool
 
     found = find_submissions(Path(submissions), assignment)
     if not _is_released(course, assignment):
         progress(f"{assignment} was not released yet: releasing it first")
         release(course, assignment)
-    api = api_for(course, limits=limits)
-    before = load_status(course, assignment)
+    api = api_for(course, limits=limits, unconfined=unconfined)
+    before = load_status(course.root, assignment)
     results: dict[str, Result] = {}
     tasks: dict[str, Task] = {}
+    flags: dict[str, list[dict]] = {}  # each student's flags from the stages so far
     hashes: dict[str, str] = {}
-    released = folder_files(course.release / assignment)
-    sources = {n: (course.source / assignment / f"{n}.ipynb").read_text()
-               for n in course.notebooks(assignment)}
     for student, folder in found.items():
         if isinstance(folder, str):
-            results[student] = _error_result(course, assignment, student, folder)
+            results[student] = _error_result(course, assignment, student, folder, [])
             progress(f"  {student:<12} {_line(results[student])}")
             continue
         hashes[student] = fingerprint(folder)
@@ -113,19 +113,14 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
             results[student] = Result(student, flags=old.get("flags", []), skipped=True,
                                       **_scores(course, assignment, student))
             continue
-        flags_path(course.root, assignment, student).unlink(missing_ok=True)
-        try:
-            error = _copy_and_check(course, assignment, student, folder)
-        except Exception as e:
-            error = f"could not be read: {type(e).__name__}: {e}"
+        task, error, flags[student] = prepare(course, assignment, student, folder, limits,
+                                              unconfined)
         if error:
-            results[student] = _error_result(course, assignment, student, error)
+            results[student] = _error_result(course, assignment, student, error,
+                                             flags[student])
             progress(f"  {student:<12} {_line(results[student])}")
         else:
-            # the course's copy, made by intake: regular files only, never the original folder
-            copy = course.submitted / student / assignment
-            tasks[student] = Task(assignment, student, folder_files(copy), released, sources,
-                                  dict(limits or {}), unconfined)
+            tasks[student] = task
     skipped = sum(r.skipped for r in results.values())
     if skipped:
         progress(f"  {skipped} unchanged submission(s) already graded: skipped (--force "
@@ -146,6 +141,14 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
         attempts[student] += 1
         running[pool.submit(tasks[student])] = student
         since[student] = time.monotonic()
+
+    def report(student):
+        nonlocal count
+        count += 1
+        elapsed = time.monotonic() - started
+        eta = f", ~{elapsed / count * (total - count):.0f} s left" if count < total else ""
+        progress(f"  [{count}/{total} {count / total:4.0%}{eta}] {student:<12} "
+                 f"{_line(results[student])}")
 
     try:
         for student in tasks:
@@ -172,16 +175,14 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
                 waiting, running = list(running.values()), {}
                 for student in waiting:
                     if student in stuck:
+                        flags[student].append(flag(
+                            "stuck", f"grading did not end within {bound:.0f} s; the run was "
+                            "stopped and the rest of the class graded"))
                         results[student] = _error_result(
                             course, assignment, student,
                             f"not graded: still running after {bound:.0f} s, past every limit "
-                            "(stopped by the watchdog; see the flags)")
-                        add_flags(course.root, assignment, student, "(execution)", [
-                            {"kind": "stuck", "detail": f"grading did not end within {bound:.0f}"
-                             " s; the run was stopped and the rest of the class graded"}])
-                        results[student].flags = read_flags(course.root, assignment, student)
-                        count += 1
-                        progress(f"  [{count}/{total}] {student:<12} {_line(results[student])}")
+                            "(stopped by the watchdog; see the flags)", flags[student])
+                        report(student)
                     else:
                         attempts[student] -= 1  # not their fault: this attempt does not count
                         submit(student)
@@ -200,26 +201,38 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
                         course, assignment, student,
                         f"not graded: the grading machinery failed {attempts[student]} times "
                         f"({type(e).__name__}: {e}); this is not the student's fault, run "
-                        "autograde again to retry", infrastructure=True)
+                        "autograde again to retry", flags[student], infrastructure=True)
                 else:
-                    add_flags(course.root, assignment, student, "(execution)",
-                              outcome["flags"])
-                    for name, nb_json in outcome["notebooks"].items():
-                        PRECOMPUTED[(assignment, student, name)] = {"notebook": nb_json}
-                    results[student] = record(course, api, assignment, student)
-                    results[student].seconds = outcome["seconds"]
-                    results[student].executed_by = outcome["executed_by"]
-                count += 1
-                elapsed = time.monotonic() - started
-                eta = f", ~{elapsed / count * (total - count):.0f} s left" if count < total else ""
-                progress(f"  [{count}/{total} {count / total:4.0%}{eta}] {student:<12} "
-                         f"{_line(results[student])}")
+                    results[student] = record(course, api, assignment, student, outcome,
+                                              flags[student])
+                report(student)
     finally:
         if pool is not None:
             pool.close()
     ordered = [results[s] for s in found]
-    save_status(course, assignment, ordered, hashes)
+    save_status(course.root, assignment, ordered, hashes)
     return ordered
+
+
+def prepare(course: Course, assignment: str, student: str, folder: Path,
+            limits: dict | None, unconfined: bool) -> tuple[Task | None, str | None, list]:
+    """Stage 1 for one student: intake, then nbgrader's sanitizing steps. Returns (the task
+    for stage 2, or None and why the submission cannot be graded; the flags so far)."""
+    from grader.sandbox.execute import plan
+    from grader.sandbox.session import confinement
+    from grader.sanitize import sanitize
+
+    try:
+        error, flags = _copy_and_check(course, assignment, student, folder)
+        if error:
+            return None, error, flags
+        notebooks, more = sanitize(course, assignment, student)
+        work = plan(course.root, assignment, student, limits)
+    except Exception as e:  # a notebook nbgrader cannot read or sanitize: the student's file
+        return None, f"could not be read: {type(e).__name__}: {e}", []
+    confined = confinement(unconfined)
+    flags = unique(flags + more + work.flags + [flag(k, d) for k, d in confined.flags()])
+    return Task(assignment, student, notebooks, work, unconfined), None, flags
 
 
 MAX_ATTEMPTS = 3
@@ -234,26 +247,38 @@ def watchdog_seconds(tasks: dict, limits: dict | None) -> float:
     from grader.sandbox.session import Limits
 
     per_notebook = (limits or {}).get("notebook_timeout") or Limits().notebook_timeout
-    notebooks = max((len(t.sources) for t in tasks.values()), default=1)
+    notebooks = max((len(t.notebooks) for t in tasks.values()), default=1)
     return per_notebook * notebooks + WATCHDOG_SLACK
 
 
-def record(course: Course, api, assignment: str, student: str) -> Result:
-    """nbgrader's autograde for one student (this process is the only gradebook writer)."""
-    error = None
+def record(course: Course, api, assignment: str, student: str, outcome: dict,
+           flags: list[dict]) -> Result:
+    """Stage 3 for one student: the executed notebooks left where LoadExecuted finds them, then
+    nbgrader's autograde (this process is the only gradebook writer)."""
+    from grader.sandbox.execute import executed_path
+
+    error, infrastructure = None, False
     try:
+        for name, nb_json in outcome["notebooks"].items():
+            path = executed_path(course.root, assignment, student, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(nb_json)
         result = api.autograde(assignment, student, force=True, create=True)
         if not result.get("success"):
             error = reason(result)
+            infrastructure = "does not match the submission" in (result.get("log") or error)
     except Exception as e:  # the grader's own failure: reported, never the batch's end
-        error = f"could not be graded: {type(e).__name__}: {e}"
-    return Result(student, error=error, flags=read_flags(course.root, assignment, student),
-                  **_scores(course, assignment, student))
-
-
-def _error_result(course, assignment, student, error, infrastructure=False) -> Result:
+        error, infrastructure = f"could not be graded: {type(e).__name__}: {e}", True
+    finally:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(executed_path(course.root, assignment, student, "x").parent)
     return Result(student, error=error, infrastructure=infrastructure,
-                  flags=read_flags(course.root, assignment, student),
+                  flags=unique(flags + outcome["flags"]), seconds=outcome["seconds"],
+                  executed_by=outcome["executed_by"], **_scores(course, assignment, student))
+
+
+def _error_result(course, assignment, student, error, flags, infrastructure=False) -> Result:
+    return Result(student, error=error, infrastructure=infrastructure, flags=unique(flags),
                   **_scores(course, assignment, student))
 
 
@@ -266,38 +291,12 @@ def _has_submission(course: Course, assignment: str, student: str) -> bool:
             return False
 
 
-def _copy_and_check(course: Course, assignment: str, student: str, folder: Path) -> str | None:
+def _copy_and_check(course: Course, assignment: str, student: str,
+                    folder: Path) -> tuple[str | None, list[dict]]:
     """Copy the submission into course.submitted/STUDENT/ASSIGNMENT by content (links, FIFOs,
     devices, outside hard links and the student's timestamp.txt left out and flagged) and check
-    its notebooks: None when it can be graded, else the reason."""
+    its notebooks: (None when it can be graded, else the reason; the intake's flags)."""
     return intake.admit(course, assignment, student, Path(folder))
-
-
-def status_path(course: Course, assignment: str) -> Path:
-    return course.root / "status" / f"{assignment}.json"
-
-
-def load_status(course: Course, assignment: str) -> dict:
-    path = status_path(course, assignment)
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def save_status(course: Course, assignment: str, results: list[Result],
-                hashes: dict[str, str] | None = None) -> Path:
-    """Record every student's outcome of the last autograde run (read back by the report)."""
-    path = status_path(course, assignment)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = load_status(course, assignment)
-    for r in results:
-        entry = {"auto_score": r.auto_score, "auto_max": r.auto_max, "error": r.error,
-                 "flags": r.flags, "seconds": round(r.seconds, 3)}
-        if r.skipped:
-            entry["hash"] = old.get(r.student, {}).get("hash")
-        elif hashes and r.student in hashes and not r.error:
-            entry["hash"] = hashes[r.student]
-        old[r.student] = entry
-    path.write_text(json.dumps(old, indent=1, sort_keys=True))
-    return path
 
 
 def _line(r: Result) -> str:

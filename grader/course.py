@@ -122,7 +122,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
     )
 
     from grader.preprocessors import ShortTracebacks, StderrIsNotFailure
-    from grader.sandbox.execute import JudgedExecute, RestoreCells
+    from grader.sandbox.execute import LoadExecuted, RestoreCells
 
     c = Config()
     c.CourseDirectory.root = str(course.root)
@@ -136,12 +136,12 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
     # The kernel warns on every start that TCP is unencrypted (it listens on loopback only).
     c.Execute.extra_arguments = KERNEL_ARGS
     # nbgrader's autograde pipeline with three changes. Before execution, RestoreCells puts
-    # deleted or re-labelled instructor cells back. Execution is ours (JudgedExecute): the
-    # student's code runs in a confined process and every test's verdict is reached in this one,
-    # where student code cannot reach it (see grader/sandbox). After it, warnings that torch
+    # deleted or re-labelled instructor cells back. Execution is ours (LoadExecuted takes the
+    # notebook executed by grader.parallel: the student's code in a sandboxed process, every
+    # test's verdict reached in the grader's, see grader/sandbox). After it, warnings that torch
     # prints to stderr must not cost a correct answer its points (nbgrader issue #1904).
-    c.RestoreCells.course_root = c.JudgedExecute.course_root = str(course.root)
-    c.JudgedExecute.limits = {"cell_timeout": cell_timeout, **(limits or {})}
+    c.RestoreCells.course_root = c.LoadExecuted.course_root = str(course.root)
+    c.LoadExecuted.limits = {"cell_timeout": cell_timeout, **(limits or {})}
     c.Autograde.sanitize_preprocessors = [
         ClearOutput,
         RestoreCells,
@@ -151,7 +151,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         CheckCellMetadata,
     ]
     c.Autograde.autograde_preprocessors = [
-        JudgedExecute,
+        LoadExecuted,
         IgnorePattern,
         StderrIsNotFailure,
         ClearMetadataPreprocessor,

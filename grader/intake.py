@@ -27,7 +27,7 @@ from pathlib import Path
 
 from grader.course import Course
 from grader.notebooks import unreadable_notebooks
-from grader.sandbox.execute import add_flags
+from grader.status import flag
 
 log = logging.getLogger(__name__)
 
@@ -391,35 +391,32 @@ def _swap_in(staging: Path, target: Path) -> None:
 # ----- the check the autograder runs on each student ------------------------------------------
 
 def admit(course: Course, assignment: str, student: str, folder: Path,
-          limits: Limits = LIMITS) -> str | None:
-    """Take in one submission and check its notebooks: None when it can be graded, else the
-    reason (naming the file and the problem). What was left out is flagged for the instructor."""
+          limits: Limits = LIMITS) -> tuple[str | None, list[dict]]:
+    """Take in one submission and check its notebooks: (None when it can be graded, else the
+    reason naming the file and the problem; the flags of what was left out)."""
     try:
         intake = take_in(course, assignment, student, folder, limits)
     except IntakeError as e:
         log.warning("%s: %s", student, e)
-        return str(e)
-    if intake.left_out:
-        add_flags(course.root, assignment, student, "(folder)", intake.flags)
+        return str(e), []
+    flags = list(intake.flags) if intake.left_out else []
     expected = course.notebooks(assignment)
     for name in (f"{n}.ipynb" for n in expected):
         if name in intake.left_out:  # the notebook itself was a link, a FIFO, ...
-            return f"{name} {intake.left_out[name]}: not graded; hand in the notebook file itself"
+            return (f"{name} {intake.left_out[name]}: not graded; hand in the notebook file "
+                    "itself"), flags
     copy = intake.folder
     error = unreadable_notebooks(copy, expected)
     if error:
-        return error
+        return error, flags
     present = {p.stem for p in copy.glob("*.ipynb")}
     missing = [n for n in expected if n not in present]
     if missing:
         return (f"no {', '.join(n + '.ipynb' for n in missing)} in {folder} (found: "
-                f"{', '.join(sorted(p + '.ipynb' for p in present))}); was it renamed?")
-    extra = sorted(present - set(expected))
-    if extra:
-        add_flags(course.root, assignment, student, "(folder)", [
-            {"kind": "extra", "detail": f"extra notebook {n}.ipynb was not graded"}
-            for n in extra])
-    return None
+                f"{', '.join(sorted(p + '.ipynb' for p in present))}); was it renamed?"), flags
+    flags += [flag("extra", f"extra notebook {n}.ipynb was not graded")
+              for n in sorted(present - set(expected))]
+    return None, flags
 
 
 # ----- reading the grader's own files back ---------------------------------------------------

@@ -16,11 +16,13 @@ class NbGraderError(RuntimeError):
     """An nbgrader step failed; the message carries the reason from nbgrader's log."""
 
 
-def api_for(course: Course, limits: dict | None = None) -> NbGraderAPI:
-    """limits: overrides of the sandbox limits (grader.sandbox.session.Limits fields)."""
+def api_for(course: Course, limits: dict | None = None, unconfined: bool = False) -> NbGraderAPI:
+    """limits: overrides of the sandbox limits (grader.sandbox.session.Limits fields);
+    unconfined: the instructor's explicit choice to grade without the sandbox."""
     setup_process()
     course.prepare()
     config = nbgrader_config(course, limits=limits)
+    config.LoadExecuted.unconfined = unconfined
     return NbGraderAPI(CourseDirectory(config=config), config=config)
 
 

@@ -1,26 +1,24 @@
-"""Grading many submissions at once: the execution on many cores (or a Dask cluster), the
-gradebook written by one process.
+"""Stage 2 of grading, for many submissions at once: the execution on many cores (or a Dask
+cluster); the gradebook is written by one process (see grader/autograde.py).
 
-Grading a notebook has two parts. Executing it (the student's code in a confined worker, the
-tests in a judge) is nearly all the cost and touches no database: `execute` does it from plain
-data, so it can run in a local process pool or on a Dask worker on another machine. Recording the
-result is nbgrader's autograde pipeline, run in this process only (one gradebook writer); its
-execution step then reuses the result instead of running the notebook again
-(`JudgedExecute.precomputed`).
+Executing a notebook (the student's code in the sandbox, the tests in a judge) is nearly all the
+cost and touches no database: `execute` does it from plain data (a `Task`: the sanitized
+notebooks and a `Plan`), so it runs in a local process pool or on a Dask worker on another
+machine, and hands the executed notebooks back as values.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
-import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+from grader.sandbox.execute import Plan
 
 
 @dataclass
@@ -29,10 +27,8 @@ class Task:
 
     assignment: str
     student: str
-    files: dict[str, bytes]  # the submission folder: relative path -> contents
-    released: dict[str, bytes]  # the release folder: relative path -> contents
-    sources: dict[str, str]  # notebook name -> source notebook JSON (with hidden tests)
-    limits: dict = field(default_factory=dict)
+    notebooks: dict[str, str]  # notebook name -> sanitized notebook JSON (stage 1)
+    plan: Plan  # the scratch files, the declared answers, the limits
     unconfined: bool = False  # grade even without the sandbox (the instructor's explicit choice)
 
 
@@ -50,58 +46,20 @@ def fingerprint(folder: Path) -> str:
     return h.hexdigest()
 
 
-def _write(root: Path, files: dict[str, bytes]) -> None:
-    for name, data in files.items():
-        path = root / name
-        if not path.resolve().is_relative_to(root.resolve()):
-            continue  # a path that climbs out of the folder
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-
-
 def execute(task: Task) -> dict:
     """Execute each notebook of one submission. Returns {"notebooks": {name: executed notebook
     JSON}, "flags": [...], "seconds": wall time, "executed_by": "host:pid"}."""
-    from grader.sandbox.execute import JudgedExecute, RestoreCells, read_flags
+    from grader.sandbox.execute import run_notebook
+    from grader.status import unique
 
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="grade-task-") as tmp:
-        root = Path(tmp)  # a miniature course directory: release/ and submitted/
-        _write(root / "release" / task.assignment, task.released)
-        submitted = root / "submitted" / task.student / task.assignment
-        _write(submitted, task.files)
-        _write(root / "source" / task.assignment,
-               {f"{name}.ipynb": text.encode() for name, text in task.sources.items()})
-        executed = {}
-        for name, source_json in task.sources.items():
-            path = submitted / f"{name}.ipynb"
-            if not path.exists():
-                continue
-            nb = nbformat.read(path, as_version=4)
-            resources = {"nbgrader": {"assignment": task.assignment, "student": task.student,
-                                      "notebook": name}}
-            for cell in nb.cells:
-                if cell.cell_type == "code":
-                    cell.outputs, cell.execution_count = [], None
-            nb, resources = RestoreCells(course_root=str(root)).preprocess(nb, resources)
-            overwrite_locked(nb, nbformat.v4.reads(source_json))  # no schema check: ours
-            step = JudgedExecute(course_root=str(root), limits=task.limits,
-                                 unconfined=task.unconfined)
-            nb, resources = step.preprocess(nb, resources)
-            executed[name] = json.dumps(nb)  # checked by nbgrader when it is recorded
-        flags = read_flags(root, task.assignment, task.student)
-    return {"notebooks": executed, "flags": flags, "seconds": time.monotonic() - start,
+    executed, flags = {}, list(task.plan.flags)
+    for name, source in task.notebooks.items():
+        nb = nbformat.reads(source, as_version=4)
+        flags += run_notebook(nb, name, task.plan, task.unconfined)
+        executed[name] = nbformat.writes(nb)
+    return {"notebooks": executed, "flags": unique(flags), "seconds": time.monotonic() - start,
             "executed_by": f"{os.uname().nodename}:{os.getpid()}"}
-
-
-def overwrite_locked(nb, source) -> None:
-    """What nbgrader's OverwriteCells does with the gradebook, done from the source notebook:
-    read-only cells (tests included, hidden tests and all) get the instructor's source."""
-    by_id = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in source.cells}
-    for cell in nb.cells:
-        ref = by_id.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
-        if ref is not None and ref.metadata["nbgrader"].get("locked"):
-            cell.source = ref.source
 
 
 def _pool_init():

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +21,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
 from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
-from grader.autograde import status_path  # noqa: E402
 from grader.checks.causes import CAUSES, named_causes  # noqa: E402
 from grader.course import COURSE_ID, Course, setup_process  # noqa: E402
+from grader.status import load_status  # noqa: E402
 
 
 @dataclass
@@ -42,8 +41,7 @@ class TestStats:
 def collect(course: Course, assignment: str):
     """(scores {student: auto score}, auto max, [TestStats], Counter of causes, errors,
     flags {student: [{kind, detail}]})."""
-    status = json.loads(status_path(course, assignment).read_text()) \
-        if status_path(course, assignment).exists() else {}
+    status = load_status(course.root, assignment)
     errors = {s: v["error"] for s, v in status.items() if v.get("error")}
     flags = {s: v["flags"] for s, v in status.items() if v.get("flags")}
     scores, tests, auto_max = {}, {}, 0.0

@@ -1,13 +1,18 @@
-"""Our steps in nbgrader's autograde pipeline: repair a tampered notebook, then execute it with
-the tests in the grader's process (see judge.py) instead of nbgrader's in-kernel `Execute`."""
+"""Our steps in nbgrader's autograde pipeline, and the execution they hand over to.
+
+Grading has three stages (grader/autograde.py): sanitize (nbgrader's own steps plus
+RestoreCells, in the main process), execute (`run_notebook`, in a pool process: the student's
+cells in the sandbox, the tests in the grader's process, see judge.py), record (nbgrader's
+autograde, whose execute step is LoadExecuted: it takes stage 2's outputs and refuses a
+notebook whose cells differ)."""
 
 from __future__ import annotations
 
 import copy
 import functools
-import json
 import os
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -20,37 +25,11 @@ from grader.sandbox import answers
 from grader.sandbox.judge import Judge
 from grader.sandbox.scan import scan
 from grader.sandbox.session import Limits, confinement
-
-# Executed notebooks computed elsewhere (a process pool or a Dask worker, see grader.parallel),
-# keyed by (assignment, student, notebook): {"notebook": JSON, "flags": [...]}.
-PRECOMPUTED: dict[tuple[str, str, str], dict] = {}
+from grader.status import flag, unique
 
 # Names a student's files may not take: they would shadow the packages the notebook imports.
 PROTECTED = {"grader", "solutions", "torch", "numpy", "IPython", "nbgrader", "math"}
-
-
-def flags_path(course_root: Path, assignment: str, student: str) -> Path:
-    return Path(course_root) / "flags" / assignment / f"{student}.json"
-
-
-def add_flags(course_root, assignment: str, student: str, notebook: str, flags) -> None:
-    """Append flags (dicts with kind and detail) for one student's notebook."""
-    path = flags_path(course_root, assignment, student)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(path.read_text()) if path.exists() else {}
-    entries = data.setdefault(notebook, [])
-    for flag in flags:
-        if flag not in entries:
-            entries.append(flag)
-    path.write_text(json.dumps(data, indent=1))
-
-
-def read_flags(course_root, assignment: str, student: str) -> list[dict]:
-    path = flags_path(course_root, assignment, student)
-    if not path.exists():
-        return []
-    flags = [f for fs in json.loads(path.read_text()).values() for f in fs]
-    return [f for i, f in enumerate(flags) if f not in flags[:i]]
+FLAGS = "grader_flags"  # where our steps put their flags in nbgrader's `resources`
 
 
 class _CourseStep(NbGraderPreprocessor):
@@ -67,9 +46,7 @@ class _CourseStep(NbGraderPreprocessor):
         return copy.deepcopy(_read_released(str(path), path.stat().st_mtime_ns))
 
     def _flag(self, resources, kind, detail):
-        assignment, student, notebook = self._where(resources)
-        add_flags(self.course_root, assignment, student, notebook,
-                  [{"kind": kind, "detail": detail}])
+        resources.setdefault(FLAGS, []).append(flag(kind, detail))
 
 
 @functools.lru_cache(maxsize=16)
@@ -141,73 +118,101 @@ def _same_visible(cell, ref) -> bool:
     return cell.source.strip() == ref.source.strip()
 
 
-class JudgedExecute(_CourseStep):
-    """Execute the notebook with judge.Judge: student code confined in its own process, the
-    verdict of every test cell computed here."""
+@dataclass
+class Plan:
+    """Everything the execution of one submission needs, as data (it may travel to another
+    host): built from the course in the main process (`plan`), used by `run_notebook`."""
 
-    landlock = Bool(True, help="confine the student's process with Landlock").tag(config=True)
+    files: dict[str, bytes]  # the scratch folder: the student's files, the released ones over
+    answers: dict[str, list[str]]  # notebook -> the names its solution cells define
+    limits: dict[str, dict]  # notebook -> Limits fields
+    flags: list[dict] = field(default_factory=list)
+
+
+def plan(course_root: Path, assignment: str, student: str, overrides: dict | None = None) -> Plan:
+    root = Path(course_root)
+    flags: list[dict] = []
+    files = scratch_files(root / "submitted" / student / assignment,
+                          root / "release" / assignment, flags)
+    answers_, limits = {}, {}
+    for path in sorted((root / "source" / assignment).glob("*.ipynb")):
+        source = nbformat.read(path, as_version=4)
+        answers_[path.stem] = sorted(answers.declared(
+            [c.source for c in source.cells if c.cell_type == "code" and is_solution(c)]))
+        values = dict(overrides or {})
+        values.update(source.metadata.get("grader", {}).get("limits", {}))  # per assignment
+        limits[path.stem] = {k: v for k, v in values.items() if k in Limits.__dataclass_fields__}
+    return Plan(files, answers_, limits, flags)
+
+
+def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[dict]:
+    """Execute a sanitized notebook in place (student's cells in the sandbox, tests here);
+    returns its flags."""
+    flags = [flag("suspicious", why) for cell in nb.cells
+             if cell.cell_type == "code" and not is_test_cell(cell) for why in scan(cell.source)]
+    judge = Judge(plan.files, frozenset(plan.answers.get(name, [])),
+                  Limits(**plan.limits.get(name, {})), True, confinement(unconfined))
+    judge.run(nb)
+    return unique(flags + [f.as_dict() for f in judge.flags])
+
+
+def executed_path(course_root: Path, assignment: str, student: str, notebook: str) -> Path:
+    """Where stage 2 leaves an executed notebook for nbgrader's autograde to record."""
+    return Path(course_root) / "executed" / assignment / student / f"{notebook}.ipynb"
+
+
+class ExecutedMismatch(RuntimeError):
+    """The executed notebook is not the notebook nbgrader is recording."""
+
+
+class LoadExecuted(_CourseStep):
+    """nbgrader's execute step, ours: take the outputs of the notebook executed in stage 2
+    (`executed_path`), refusing one whose cells differ from what nbgrader sanitized. With none
+    there (the formgrader's Autograde button), execute it here, the same confined way."""
+
     unconfined = Bool(False, help="grade even where the sandbox cannot be built (every "
                       "submission is flagged 'unconfined')").tag(config=True)
     limits = Dict({}, help="Limits fields overriding the defaults for every assignment").tag(
         config=True)
 
-    def _limits(self, nb) -> Limits:
-        values = dict(self.limits)
-        values.update(nb.metadata.get("grader", {}).get("limits", {}))  # per assignment
-        return Limits(**{k: v for k, v in values.items() if k in Limits.__dataclass_fields__})
-
     def preprocess(self, nb, resources):
         assignment, student, notebook = self._where(resources)
-        done = PRECOMPUTED.pop((assignment, student, notebook), None)
-        if done is not None and _take_outputs(nb, nbformat.from_dict(json.loads(done["notebook"]))):
+        path = executed_path(self.course_root, assignment, student, notebook)
+        if path.exists():
+            executed = nbformat.read(path, as_version=4)
+            if not _take_outputs(nb, executed):
+                raise ExecutedMismatch(
+                    f"the executed copy of {notebook}.ipynb does not match the submission "
+                    "nbgrader is recording (the grader's fault; run autograde again)")
             return nb, resources
-        released = self._released(resources)
-        for cell in nb.cells:
-            if cell.cell_type == "code" and not is_test_cell(cell):
-                for why in scan(cell.source):
-                    self._flag(resources, "suspicious", why)
-        judge = Judge(self._scratch_files(resources), self._answers(resources),
-                      self._limits(released), self.landlock, confinement(self.unconfined))
-        judge.run(nb)
-        add_flags(self.course_root, assignment, student, notebook,
-                  [f.as_dict() for f in judge.flags])
+        p = plan(self.course_root, assignment, student, self.limits)
+        for f in p.flags + run_notebook(nb, notebook, p, self.unconfined):
+            self._flag(resources, f["kind"], f["detail"])
         return nb, resources
 
-    def _answers(self, resources) -> frozenset[str]:
-        """The names the instructor's solution cells define (see answers.py)."""
-        assignment, _, notebook = self._where(resources)
-        path = Path(self.course_root) / "source" / assignment / f"{notebook}.ipynb"
-        source = nbformat.read(path, as_version=4)
-        return answers.declared([c.source for c in source.cells
-                                 if c.cell_type == "code" and is_solution(c)])
 
-    def _scratch_files(self, resources) -> dict[str, bytes]:
-        """The student's own files, then the released files over them; never a notebook with
-        hidden tests in it, never a link."""
-        assignment, student, _ = self._where(resources)
-        root = Path(self.course_root)
-        submitted = root / "submitted" / student / assignment
-        release = root / "release" / assignment
-        files: dict[str, bytes] = {}
-        for path in _regular_files(submitted):
-            name = str(path.relative_to(submitted))
-            top = name.split("/")[0]
-            if top.removesuffix(".py") in PROTECTED:
-                self._flag(resources, "shadowing",
-                           f"submitted {top}, which would hide the real {top.removesuffix('.py')}"
-                           " package; removed")
-                continue
-            files[name] = path.read_bytes()
-        for path in _regular_files(release):
-            if path.suffix == ".ipynb":
-                continue
-            name = str(path.relative_to(release))
-            data = path.read_bytes()
-            if name in files and files[name] != data:
-                self._flag(resources, "helper", f"{name} differed from the released file; the "
-                           "instructor's copy was used")
-            files[name] = data
-        return files
+def scratch_files(submitted: Path, release: Path, flags: list[dict]) -> dict[str, bytes]:
+    """The student's own files, then the released files over them; never a notebook with
+    hidden tests in it, never a link. Appends to `flags` what it changed."""
+    files: dict[str, bytes] = {}
+    for path in _regular_files(submitted):
+        name = str(path.relative_to(submitted))
+        top = name.split("/")[0]
+        if top.removesuffix(".py") in PROTECTED:
+            flags.append(flag("shadowing", f"submitted {top}, which would hide the real "
+                              f"{top.removesuffix('.py')} package; removed"))
+            continue
+        files[name] = path.read_bytes()
+    for path in _regular_files(release):
+        if path.suffix == ".ipynb":
+            continue
+        name = str(path.relative_to(release))
+        data = path.read_bytes()
+        if name in files and files[name] != data:
+            flags.append(flag("helper", f"{name} differed from the released file; the "
+                              "instructor's copy was used"))
+        files[name] = data
+    return files
 
 
 def _regular_files(folder: Path) -> list[Path]:

@@ -137,25 +137,28 @@ def test_a_hanging_cell_is_killed_within_its_timeout(session):
     assert not session.alive
 
 
-def test_limits_come_from_the_assignment_then_the_command_line():
+def test_limits_come_from_the_assignment_then_the_command_line(tmp_path):
     import nbformat
 
-    from grader.sandbox.execute import JudgedExecute
+    from grader.sandbox.execute import plan
 
+    source = tmp_path / "source" / "hw"
+    source.mkdir(parents=True)
     nb = nbformat.v4.new_notebook(metadata={"grader": {"limits": {"cell_timeout": 300}}})
-    step = JudgedExecute(limits={"cell_timeout": 60, "memory_bytes": 2**31})
-    limits = step._limits(nb)
+    nbformat.write(nb, source / "hw.ipynb")
+    limits = Limits(**plan(tmp_path, "hw", "ann", {"cell_timeout": 60,
+                                                   "memory_bytes": 2**31}).limits["hw"])
     assert limits.cell_timeout == 300, "the assignment's own limit wins"
     assert limits.memory_bytes == 2**31
-    assert JudgedExecute()._limits(nbformat.v4.new_notebook()) == Limits()
+    nbformat.write(nbformat.v4.new_notebook(), source / "hw.ipynb")
+    assert Limits(**plan(tmp_path, "hw", "ann").limits["hw"]) == Limits()
 
 
 def test_released_helper_files_replace_the_students_copies(tmp_path):
-    from grader.sandbox.execute import JudgedExecute, read_flags
+    from grader.sandbox.execute import scratch_files
 
-    root = tmp_path / "course"
-    release = root / "release" / "hw"
-    submitted = root / "submitted" / "ann" / "hw"
+    release = tmp_path / "release" / "hw"
+    submitted = tmp_path / "submitted" / "ann" / "hw"
     for folder in (release / "data", submitted / "data"):
         folder.mkdir(parents=True)
     (release / "data" / "table.csv").write_text("the instructor's table")
@@ -163,11 +166,12 @@ def test_released_helper_files_replace_the_students_copies(tmp_path):
     (submitted / "data" / "table.csv").write_text("a table made to pass")
     (submitted / "notes.txt").write_text("mine")
     (submitted / "torch.py").write_text("allclose = lambda *a: True")
-    resources = {"nbgrader": {"assignment": "hw", "student": "ann", "notebook": "hw"}}
-    files = JudgedExecute(course_root=str(root))._scratch_files(resources)
+    (submitted / "link.txt").symlink_to("/etc/hostname")
+    flags = []
+    files = scratch_files(submitted, release, flags)
     assert files["data/table.csv"] == b"the instructor's table"
     assert files["notes.txt"] == b"mine"
     assert "torch.py" not in files
+    assert "link.txt" not in files, "a link is never followed into the scratch folder"
     assert "hw.ipynb" not in files, "no released notebook in the scratch folder"
-    kinds = {f["kind"] for f in read_flags(root, "hw", "ann")}
-    assert {"helper", "shadowing"} <= kinds
+    assert {"helper", "shadowing"} <= {f["kind"] for f in flags}
