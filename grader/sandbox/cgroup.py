@@ -114,7 +114,7 @@ class Cgroup:
             freezer = self.dirs.get("freezer")
             if freezer is not None:
                 _write(freezer / "freezer.state", "FROZEN", check=False)
-            for _ in range(50):
+            for attempt in range(50):
                 members = self.members()
                 if not members:
                     break
@@ -123,10 +123,10 @@ class Cgroup:
                         os.kill(pid, signal.SIGKILL)
                 if freezer is not None:
                     _write(freezer / "freezer.state", "THAWED", check=False)  # deliver kills
-                time.sleep(0.01)
+                time.sleep(0.001 * attempt)
         end = time.monotonic() + 5
         while self.members() and time.monotonic() < end:
-            time.sleep(0.01)
+            time.sleep(0.002)
 
     def remove(self) -> None:
         for path in self.dirs.values():

@@ -82,8 +82,10 @@ class Zygote:
         argv = [sys.executable, "-m", "grader.sandbox.zygote", str(theirs.fileno()),
                 json.dumps(setup)]
         env = namespaces.environment()
-        if not confined.sandboxed:
-            env.update(HOME=self.scratch, TMPDIR=self.scratch)
+        if not confined.sandboxed:  # no private /tmp: everything of the student's in scratch
+            env.update(HOME=self.scratch, TMPDIR=self.scratch,
+                       IPYTHONDIR=f"{self.scratch}/.ipython",
+                       MPLCONFIGDIR=f"{self.scratch}/.matplotlib")
         started = time.monotonic()
         self.proc = subprocess.Popen(namespaces.command(argv) if confined.sandboxed else argv,
                                      pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
@@ -135,14 +137,25 @@ class Zygote:
 
 
 def _host_pid(ancestor: int, ns_pid: int) -> int:
-    """The pid on this machine of the process that `ancestor`'s PID namespace calls ns_pid."""
-    for pid in sorted(descendants(ancestor)):
+    """The pid on this machine of the process that `ancestor`'s PID namespace calls ns_pid
+    (a child of `ancestor`, or further down)."""
+    for pid in _children(ancestor) + sorted(descendants(ancestor)):
         with contextlib.suppress(OSError):
             for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                 if line.startswith("NSpid:") and int(line.split()[-1]) == ns_pid \
                         and len(line.split()) > 2:
                     return pid
     raise ProcessLookupError(f"no process {ns_pid} in the sandbox of process {ancestor}")
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children, from the kernel's own list (no scan of /proc)."""
+    found = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            found += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text()
+                      .split()]
+    return found
 
 
 _zygotes: dict[tuple[Confinement, int], Zygote] = {}
@@ -338,15 +351,16 @@ class Session:
         group and descendants), then have the zygote sweep the sandbox clean."""
         if self.pid is None or self.killed:
             return
-        if self.group is not None:
-            self.group.end()
         pid = self.host_pid
-        others = descendants(pid) | session_members(pid)  # before they are orphaned
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        for other in others | descendants(pid):
+        if self.group is not None:
+            self.group.end()  # every process it started is in the group: no search needed
+        else:
+            others = descendants(pid) | session_members(pid)  # before they are orphaned
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(other, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
+            for other in others | descendants(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(other, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
         self.killed = True

@@ -242,11 +242,11 @@ def confine(config: dict) -> dict:
 def main(conn, config: dict) -> None:
     """Entry point of the forked process (see session.py)."""
     confinement = confine(config)
-    from IPython.core.interactiveshell import InteractiveShell
+    from grader.sandbox.zygote import shell
 
     worker = Worker(conn, config)
     worker.confinement = confinement
-    worker.shell = InteractiveShell.instance()
+    worker.shell = shell()  # the zygote's, copied by the fork: user_ns as clean as it was there
     worker.shell.showtraceback = lambda *a, **k: None  # errors are reported as data instead
     worker.serve()
     os._exit(0)

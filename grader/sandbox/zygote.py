@@ -135,6 +135,18 @@ def warm_up() -> None:
     torch.zeros(3, 4, device="meta")[:, 0::2].sin(), m.to(torch.float32) @ m.to(torch.float32)
 
 
+def shell():
+    """The IPython shell every worker runs cells in, made here once (a fifth of a second each
+    time otherwise) and never used here: each fork gets a fresh copy. No history database: a
+    file shared by forked copies would be corrupted."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    return InteractiveShell.instance(config=config)
+
+
 def main() -> None:
     """argv: the socket's file descriptor, and a JSON setup: {"sandboxed": bool (inside
     namespaces.py's sandbox: the sweep may kill every other process it sees), "empty": [the
@@ -155,6 +167,7 @@ def main() -> None:
     # nothing from a thread pool (whose spinning threads would burn the other cores).
     torch.set_num_threads(1)
     warm_up()
+    shell()
     sock = socket.socket(fileno=int(sys.argv[1]))
     sock.sendall(json.dumps({"ready": True, "cpu": time.process_time() - started,
                              "uid": os.getuid(), "pid": os.getpid()}).encode() + b"\n")
