@@ -28,6 +28,9 @@ def softmax(x, dim=-1):
         "softmax_global_max": unstable_softmax(x - x.max(), dim),
         "softmax_ignores_dim": torch.softmax(x, dim=-1),
         "softmax_whole_tensor": torch.exp(x - x.max()) / torch.exp(x - x.max()).sum(),
+        "softmax_whole_tensor#each slice's maximum": (
+            torch.exp(x - x.amax(dim=dim, keepdim=True))
+            / torch.exp(x - x.amax(dim=dim, keepdim=True)).sum()),
     }
     other = 0 if dim % n != 0 else (1 if n > 1 else None)
     if other is not None and other != n - 1:
@@ -261,14 +264,12 @@ def attend_grid(score, h, features):
     """Mistakes in attention over a CNN grid; `score` is the reference AdditiveScore."""
     B, C, H, W = features.shape
 
-    def run(cells, weights_shape=(B, H, W), columns=False):
+    def run(cells):  # the weights reshaped to (B, H, W) as if the cells were row by row
         context, weights = attend(h.unsqueeze(1), cells, cells, score=score)
-        weights = weights.view(B, W, H).transpose(1, 2) if columns else weights.view(B, H, W)
-        return context.squeeze(1), weights
+        return context.squeeze(1), weights.view(B, H, W)
 
     return {"grid_reshape": run(features.reshape(B, H * W, C)),
-            "grid_columns_first": run(features.transpose(2, 3).flatten(2).transpose(1, 2),
-                                      columns=True)}
+            "grid_columns_first": run(features.transpose(2, 3).flatten(2).transpose(1, 2))}
 
 
 def sinusoidal_encoding(T, d_model, device=None):

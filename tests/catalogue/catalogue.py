@@ -117,7 +117,7 @@ MISTAKES = [
       "z = x - x.amax(dim=-1, keepdim=True)\n    e = torch.exp(z)\n"
       "    return e / e.sum(dim=-1, keepdim=True)", "softmax_ignores_dim"),
     m("softmax_whole_tensor", SS, "softmax", "return e / e.sum(dim=dim, keepdim=True)",
-      "return e / e.sum()", None),
+      "return e / e.sum()", "softmax_whole_tensor"),
     m("softmax_in_place", SS, "softmax", SS_MAX, "x -= x.amax(dim=dim, keepdim=True)\n    z = x",
       "inplace_input"),
     # --- soft_select: hard select, soft select, pooling
@@ -206,16 +206,16 @@ MISTAKES = [
     m("grid_columns_first", RNN, "grid_attention",
       "cells = features.flatten(2).transpose(1, 2)  # (B, H*W, C), row-major cells\n"
       "    context, weights = attention(h, cells)\n    return context, weights.view(B, H, W)",
-      "cells = features.transpose(2, 3).flatten(2).transpose(1, 2)\n"
-      "    context, weights = attention(h, cells)\n"
-      "    return context, weights.view(B, W, H).transpose(1, 2)", "grid_columns_first"),
+      "cells = features.transpose(2, 3).flatten(2).transpose(1, 2)  # column by column\n"
+      "    context, weights = attention(h, cells)\n    return context, weights.view(B, H, W)",
+      "grid_columns_first"),
     # --- transformer: LayerNorm, MLP
     m("layernorm_unbiased", TF, "layernorm", "var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)",
       "var = x.var(dim=-1, keepdim=True)", "ln_unbiased"),
     m("layernorm_eps_outside", TF, "layernorm", "torch.sqrt(var + self.eps)",
       "(torch.sqrt(var) + self.eps)", "ln_eps_outside"),
     m("layernorm_no_eps", TF, "layernorm", "torch.sqrt(var + self.eps)", "torch.sqrt(var)",
-      None),
+      "ln_no_eps"),
     m("layernorm_no_affine", TF, "layernorm", LN_OUT, "(x - mean) / torch.sqrt(var + self.eps)",
       "ln_no_affine"),
     m("layernorm_no_mean", TF, "layernorm", LN_OUT,
