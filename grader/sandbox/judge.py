@@ -36,6 +36,7 @@ from grader.sandbox.session import (
     WorkerDied,
     confinement,
 )
+from grader.status import flag
 
 MAX_RESTARTS = 3
 KEEP_CHARS = 50_000  # printed characters kept per cell in the graded notebook
@@ -44,11 +45,11 @@ _BUILTINS = frozenset(vars(builtins))  # a student's `len` or `print` never repl
 
 @dataclass
 class Flag:
-    kind: str  # timeout, memory, crash, blocked, restored, ...
+    kind: str  # one of grader.status.Kind
     detail: str
 
     def as_dict(self):
-        return {"kind": self.kind, "detail": self.detail}
+        return flag(self.kind, self.detail)  # checks the kind
 
 
 @dataclass
@@ -71,6 +72,9 @@ class Judge:
         if deadline:
             self.session.deadline = deadline
         self.session.start()
+        if self.landlock and self.session.landlock_error:
+            self.flag("limits", "Landlock, the sandbox's second layer, could not be applied: "
+                      + self.session.landlock_error)
         self.link = Link(self.session, on_output=self._collect)
 
     def _collect(self, stdout, stderr) -> None:

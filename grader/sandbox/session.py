@@ -227,6 +227,7 @@ class Session:
     conn: object = None
     killed_for: str | None = None
     group: cgroup.Cgroup | None = None
+    landlock_error: str = ""  # why the second layer could not be applied, if it could not
 
     def start(self) -> None:
         from multiprocessing.connection import Connection
@@ -252,7 +253,10 @@ class Session:
             self.deadline = time.monotonic() + self.limits.notebook_timeout
         files = [[name, base64.b64encode(data).decode("ascii")]
                  for name, data in sorted(self.files.items())]
-        self.request({"op": "files", "files": files}, timeout=60)
+        reply = self.request({"op": "files", "files": files}, timeout=60)
+        report = reply.get("confinement")
+        self.landlock_error = str(report.get("landlock_error", ""))[:300] if isinstance(
+            report, dict) else ""
 
     @property
     def alive(self) -> bool:

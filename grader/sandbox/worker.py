@@ -174,7 +174,7 @@ class Worker:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
                 f.write(base64.b64decode(data))
-        return {"value": len(msg["files"])}
+        return {"value": len(msg["files"]), "confinement": self.confinement}
 
     def serve(self):
         while True:

@@ -22,10 +22,30 @@ ANSWERS = sorted(WRONG)  # the names soft_select's solution cells define
 # a full score would prove the leak.
 STEAL = '''
 def _use(text):
-    if "def softmax" in text and "def soft_select" in text:
-        start = text.index("def ")
-        exec(text[start:], globals())
-        print("STOLEN")
+    import json as _json
+    if text.lstrip().startswith("{"):  # a notebook: its code cells
+        try:
+            text = "\\n".join(c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+                              for c in _json.loads(text)["cells"] if c["cell_type"] == "code")
+        except Exception:
+            return
+    if "def soft_select" not in text and "def hard_select" not in text:
+        return
+    import ast as _ast, math as _math, torch as _torch
+    found = {"torch": _torch, "math": _math, "F": _torch.nn.functional}
+    try:
+        tree = _ast.parse(text)
+    except SyntaxError:
+        return
+    for node in tree.body:  # statement by statement: a failing import costs nothing else
+        try:
+            exec(compile(_ast.Module([node], []), "<stolen>", "exec"), found)
+        except Exception:
+            pass
+    for name in ("hard_select", "softmax", "soft_select", "attention_pooling"):
+        if callable(found.get(name)):
+            globals()[name] = found[name]
+            print("STOLEN", name)
 '''
 
 
@@ -227,6 +247,30 @@ except OSError as e:
 import signal, threading
 signal.pthread_sigmask(signal.SIG_BLOCK, range(1, signal.NSIG))
 threading.Event().wait()''', flags={"timeout"}),
+        # ----- 6. what ships: nothing of the answers inside the student's reach -------------
+        Attack("c6_installed_files", "lists the installed course package's files (its RECORD) "
+               "and reads every one under solutions/ or grader/demo/", code=STEAL + '''
+import importlib.metadata, os, sys
+try:
+    dist = importlib.metadata.distribution("attention-course")
+    for f in dist.files or []:
+        if "solutions" in str(f) or "demo" in str(f):
+            try:
+                _use(open(dist.locate_file(f), errors="ignore").read())
+            except OSError as e:
+                print("blocked:", f, e)
+except Exception as e:
+    print("blocked:", type(e).__name__, e)''', flags={"suspicious"}),
+        Attack("c6_search_packages", "searches every folder on sys.path for the reference and "
+               "the source notebooks", code=STEAL + '''
+import glob, os, sys
+for root in {os.path.dirname(p) for p in sys.path if p} | set(p for p in sys.path if p):
+    for pattern in ("**/select.py", "**/sample_class.py", "**/soft_select*.ipynb"):
+        for path in glob.glob(os.path.join(root, pattern), recursive=True)[:50]:
+            try:
+                _use(open(path, errors="ignore").read())
+            except OSError as e:
+                print("blocked:", path, e)''', flags={"suspicious"}),
         # ----- honest controls, graded after the attackers -----------------------------------
         Attack("zz_control", "the source solution", answers="correct", points=FULL),
         Attack("zz_control_clean_slate", "the source solution, and it lists what it can see "

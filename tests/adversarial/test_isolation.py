@@ -217,7 +217,8 @@ def test_no_secret_in_any_feedback_page_or_graded_notebook(graded):
 
 
 def test_stolen_reference_never_ran(graded):
-    assert "STOLEN" not in _outputs(graded["course"], "c2_read_files")
+    for name in ("c2_read_files", "c2_answer_key", "c6_installed_files", "c6_search_packages"):
+        assert "STOLEN" not in _outputs(graded["course"], name), name
     assert "blocked" in _outputs(graded["course"], "c2_read_files")
 
 
