@@ -44,7 +44,8 @@ def _explain_error(what, e, where) -> CheckFailure:
     found = hint_for(str(e))
     if found is not None:
         hint, cause = found
-        text += f"\nHint: {hint}." + (cause_lines([cause]) if cause else "")
+        text += f"\nHint: {hint}" + ("" if hint.endswith(("?", ".")) else ".") + (
+            cause_lines([cause]) if cause else "")
     return CheckFailure(text + (f"\n(on {where})" if where else ""))
 
 

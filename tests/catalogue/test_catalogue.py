@@ -1,11 +1,14 @@
-"""Every catalogued mistake loses points, no failure names a wrong cause, and at least 90% name
-the right one; every answer form earns full marks; `grader check` and `autograde` agree.
+"""Every catalogued mistake loses points and fails a hidden test, no failure names a wrong
+cause, and at least 90% name the right one; every answer form earns full marks; `grader check`
+and `autograde` agree.
 
 Grading is done the way an instructor does it: each assignment's mistakes (and answer forms)
 are written as one class of submissions and graded by one `autograde` run. For `grader check`,
 the released notebook runs in one kernel per assignment: each student's solution cells are run,
 then every visible test cell, as `python -m grader check` runs them in a fresh kernel.
 """
+
+import functools
 
 import nbformat
 import pytest
@@ -121,6 +124,9 @@ def test_every_answer_form_earns_full_marks(graded, form):
 def test_mistake_loses_points_and_names_no_wrong_cause(graded, mistake):
     result, failed = graded[mistake.assignment][0][mistake.id]
     assert result.auto_score < result.auto_max, f"{mistake.id} lost no points"
+    hidden = [gid for gid in failed if gid not in SKIP
+              and _visible(mistake.assignment).get(gid) != "visible"]
+    assert hidden, f"{mistake.id} fails no hidden test, only {sorted(failed)}"
     named = {c for message in failed.values() for c in named_causes(message)}
     assert named <= {mistake.cause}, (
         f"{mistake.id} (true cause {mistake.cause}) was blamed on {named - {mistake.cause}}: "
@@ -159,6 +165,7 @@ def test_check_and_autograde_agree_on_visible_tests(graded, case):
                 f"{failed.get(gid) or verdicts.get(gid)}")
 
 
+@functools.cache
 def _visible(assignment) -> dict[str, str]:
     """{grade_id: 'visible' (no hidden part) or 'mixed'} of the tests with visible code."""
     nb = nbformat.read(REPO / "assignments" / assignment / f"{assignment}.ipynb", as_version=4)
