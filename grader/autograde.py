@@ -135,6 +135,7 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
     started = time.monotonic()
     running = {}
     since: dict[str, float] = {}  # when each running submission was handed to the pool
+    restarts = 0  # of the pool, after it broke
     bound = watchdog_seconds(tasks, limits)
 
     def submit(student):
@@ -157,10 +158,21 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
             try:
                 finished = pool.done(set(running), timeout=WATCHDOG_POLL)
             except Exception as e:  # the pool itself broke: start a new one, resubmit
-                progress(f"  worker pool failed ({type(e).__name__}: {e}); restarting it")
-                pool.close()
-                pool = make_pool(workers, scheduler)
+                restarts += 1
                 waiting, running = list(running.values()), {}
+                if restarts > MAX_ATTEMPTS:  # it keeps breaking: the grader's failure, reported
+                    for student in waiting:
+                        results[student] = _error_result(
+                            course, assignment, student,
+                            f"not graded: the worker pool failed {restarts} times "
+                            f"({type(e).__name__}: {e}); this is not the student's fault, run "
+                            "autograde again to retry", flags[student], infrastructure=True)
+                        report(student)
+                    break
+                progress(f"  worker pool failed ({type(e).__name__}: {e}); restarting it")
+                with contextlib.suppress(Exception):
+                    pool.close()
+                pool = make_pool(workers, scheduler)
                 for student in waiting:
                     submit(student)
                 continue
