@@ -4,17 +4,16 @@ import csv
 
 import pytest
 
-from grader.demo import meets_expectation, run_demo
+from grader.demo import meets_expectation
 from grader.demo.sample_class import SAMPLE_CLASSES
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    out = tmp_path_factory.mktemp("demo")
-    rows = run_demo(out, say=lambda message: None)
-    return out, {a: {s.id: r for s, r in table} for a, table in rows.items()}
+def demo(sample_classes):
+    """`run_demo` on every assignment, once a session (tests/conftest.py); shared read-only."""
+    return sample_classes.out, sample_classes.rows
 
 
 def test_demo_covers_every_assignment(demo):
