@@ -35,6 +35,8 @@ def test_instructor_workflow_through_the_cli(tmp_path):
     (tmp_path / "subs" / "mallory" / "soft_select").mkdir(parents=True)
     (tmp_path / "subs" / "mallory" / "soft_select" / "soft_select.ipynb").write_bytes(b"\xff\xfe")
 
+    # Two sample students (and a broken file) graded here, not the session's demo class: this
+    # checks the `autograde` command itself, in its own process, as an instructor runs it.
     done = grader("--course", str(course), "autograde", "soft_select",
                   "--submissions", str(tmp_path / "subs"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
