@@ -84,7 +84,8 @@ def _digest(paths) -> dict[str, str]:
 
 
 def _sandbox_processes() -> set[int]:
-    """Processes of the run: tagged by its environment, or running as the sandbox's user."""
+    """Processes of the run: tagged by its environment, or running as the sandbox's user (the
+    caller subtracts those that were there before the run)."""
     found = set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -130,12 +131,13 @@ def graded(tmp_path_factory):
            "JUPYTERHUB_API_TOKEN": SECRET,
            "GRADER_DB_URL": f"postgresql://grader:{SECRET}@127.0.0.1/grades"}
     started = time.time()
+    earlier = _sandbox_processes()  # sandboxes of other tests in this pytest process
     run = subprocess.run(
         [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
          "soft_select", "--submissions", str(tmp / "submissions"), "--cell-timeout", "6",
          "--notebook-timeout", "60", "--memory", "3G", "--workers", "2"],
         capture_output=True, text=True, timeout=1200, cwd=REPO, env=env)
-    left = _sandbox_processes()
+    left = _sandbox_processes() - earlier
     for _ in range(50):  # a process being torn down is given a few seconds, no more
         if not left:
             break
