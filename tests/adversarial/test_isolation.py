@@ -84,19 +84,36 @@ def _digest(paths) -> dict[str, str]:
 
 
 def _sandbox_processes() -> set[int]:
-    """Processes of the run: tagged by its environment, or running as the sandbox's user (the
-    caller subtracts those that were there before the run)."""
-    found = set()
+    """Live processes of the run: tagged by its environment, or descended from this process
+    (the test is a subreaper while the run lasts, so orphans of the run come back to it)."""
+    parents, tagged = {}, set()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
             env = Path(f"/proc/{pid}/environ").read_bytes()
-            uid = int(Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[1])
-        except (OSError, IndexError, ValueError):
+        except OSError:
             continue
-        if f"GRADER_TEST_TAG={TAG}".encode() in env.split(b"\0") or (
-                os.geteuid() == 0 and uid == 65534):
-            found.add(int(pid))
-    return found
+        state, ppid = stat[stat.rindex(")") + 2:].split()[:2]
+        if state == "Z":
+            continue  # finished; only its exit status is left
+        parents[int(pid)] = int(ppid)
+        if f"GRADER_TEST_TAG={TAG}".encode() in env.split(b"\0"):
+            tagged.add(int(pid))
+    mine, me = set(), os.getpid()
+    for pid in parents:
+        seen, up = set(), pid
+        while up in parents and up not in seen and up != me:
+            seen.add(up)
+            up = parents[up]
+        if up == me and pid != me:
+            mine.add(pid)
+    return mine | tagged
+
+
+def _subreaper() -> None:
+    import ctypes
+
+    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
 def _describe(pid: int) -> str:
@@ -131,6 +148,7 @@ def graded(tmp_path_factory):
            "JUPYTERHUB_API_TOKEN": SECRET,
            "GRADER_DB_URL": f"postgresql://grader:{SECRET}@127.0.0.1/grades"}
     started = time.time()
+    _subreaper()
     earlier = _sandbox_processes()  # sandboxes of other tests in this pytest process
     run = subprocess.run(
         [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
