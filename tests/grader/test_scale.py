@@ -216,7 +216,7 @@ class FlakyPool:
         future.fail = n <= self.failures
         return future
 
-    def done(self, futures):
+    def done(self, futures, timeout=None):
         future = next(iter(futures))
         if future.fail:
             future.set_exception(ConnectionError("worker lost"))
@@ -224,6 +224,9 @@ class FlakyPool:
         return self.inner.done({future})
 
     def close(self):
+        pass
+
+    def kill(self):
         pass
 
 
