@@ -1,8 +1,10 @@
 """Starting, talking to and cleaning up a student's process.
 
-Processes are forked from a server that has already imported torch and IPython, so a submission
-costs a fork, not a fresh interpreter (start-up is paid once per grading run). Every wait has a
-deadline; a process that dies, hangs or floods is killed with its whole process group.
+Processes are forked from a server (zygote.py) that lives in the sandbox (namespaces.py) and has
+already imported torch and IPython, so a submission costs a fork, not a fresh interpreter
+(start-up is paid once per grading process). Each student's turn has a cgroup of its own
+(cgroup.py) where the machine allows it. Every wait has a deadline; a process that dies, hangs
+or floods is ended with everything it started, and the sandbox is swept for the next student.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def confinement(unconfined: bool = False) -> Confinement:
             f"cannot isolate students' code here: {why}. Fix that, or pass --unconfined to grade "
             "without isolation (every submission is then flagged 'unconfined')")
     return Confinement(sandboxed=not why and not unconfined, cgroups=cgroup.available() is None,
-                       why_not=why or "the instructor asked for it")
+                       why_not=why or ("the instructor asked for it" if unconfined else ""))
 
 
 class Zygote:
