@@ -175,7 +175,8 @@ def test_student_sees_which_checks_pass_and_why_one_fails(page, lab_url, sample_
     run_all(page)
     failed = cells.nth(sdpa_test).locator(".jp-OutputArea-output")
     expect(failed).to_contain_text(MARK)  # the check's message, one line, not a traceback
-    expect(failed).to_contain_text("Likely cause")
+    # the cause, named because the weights prove it (they sum to one along another axis)
+    expect(failed).to_contain_text("the softmax was normalised along that axis, not the last")
     expect(failed).not_to_contain_text("Traceback")
     expect(cells.nth(mask_test).locator(".jp-OutputArea-output")).to_have_text(
         pass_line(nb.cells[mask_test]))
