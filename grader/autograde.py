@@ -90,7 +90,9 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
     limits: overrides of grader.sandbox.session.Limits (cell_timeout, memory_bytes, ...).
     """
     from grader.parallel import make_pool
+    from grader.sandbox.session import confinement
 
+    confinement(unconfined)  # no sandbox and not --unconfined: refuse before grading anyone
     found = find_submissions(Path(submissions), assignment)
     if not _is_released(course, assignment):
         progress(f"{assignment} was not released yet: releasing it first")
@@ -231,7 +233,6 @@ def prepare(course: Course, assignment: str, student: str, folder: Path,
     """Stage 1 for one student: intake, then nbgrader's sanitizing steps. Returns (the task
     for stage 2, or None and why the submission cannot be graded; the flags so far)."""
     from grader.sandbox.execute import plan
-    from grader.sandbox.session import confinement
     from grader.sanitize import sanitize
 
     try:
@@ -242,8 +243,8 @@ def prepare(course: Course, assignment: str, student: str, folder: Path,
         work = plan(course.root, assignment, student, limits)
     except Exception as e:  # a notebook nbgrader cannot read or sanitize: the student's file
         return None, f"could not be read: {type(e).__name__}: {e}", []
-    confined = confinement(unconfined)
-    flags = unique(flags + more + work.flags + [flag(k, d) for k, d in confined.flags()])
+    # (the confinement's own flags come with the execution: judge.Judge adds them)
+    flags = unique(flags + more + work.flags)
     return Task(assignment, student, notebooks, work, unconfined), None, flags
 
 

@@ -17,12 +17,12 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
+from venvs import borrowing_venv  # tests/grader/venvs.py (this folder is on sys.path)
 
 from grader.course import REPO, Course
 from grader.demo.sample_class import SAMPLE_CLASSES, SOFT_SELECT_CLASS, make_submission
@@ -143,13 +143,7 @@ def test_student_wheel_holds_no_solution_and_no_answer_key(student_wheel):
 def _fresh_venv(tmp: Path) -> Path:
     """A venv borrowing .venv's third-party packages (not its .pth files: the editable
     install of the course is hooked in there), with the course installed non-editable."""
-    venv = tmp / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    Path(site, "borrowed.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    python, _ = borrowing_venv(tmp / "venv")
     src = tmp / "src"
     src.mkdir()
     for part in ("pyproject.toml", "setup.py", "README.md", "grader", "solutions"):

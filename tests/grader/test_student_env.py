@@ -8,13 +8,12 @@ and runs a released notebook's visible tests there.
 import os
 import re
 import subprocess
-import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
+from venvs import borrowing_venv  # tests/grader/venvs.py (this folder is on sys.path)
 
 from grader.course import REPO
 from grader.demo.sample_class import SELF_ATTENTION_CLASS, make_submission
@@ -35,15 +34,7 @@ def student_python(tmp_path_factory) -> Path:
     assert not any(n.startswith("grader/demo/") for n in names), "the answer key leaked"
     assert "grader/sandbox/__init__.py" in names, "the sandbox is missing from the wheel"
 
-    venv = tmp_path_factory.mktemp("student") / "venv"
-    base = getattr(sys, "_base_executable", sys.executable)
-    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    # Third-party packages from .venv, without processing its .pth files (which is where the
-    # editable install of the whole course, solutions included, is hooked in).
-    Path(site, "borrowed.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    python, site = borrowing_venv(tmp_path_factory.mktemp("student") / "venv")
     with zipfile.ZipFile(wheels[0]) as wheel:
         wheel.extractall(site)  # a pure-Python wheel installs by unpacking
     return python
