@@ -13,6 +13,12 @@ def _array(x) -> np.ndarray:
     return np.asarray(x)
 
 
+def _text_colour(image, value) -> str:
+    """Black on light cells, white on dark ones, judged from the colour the cell is painted."""
+    r, g, b, _ = image.cmap(image.norm(value))
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
+
+
 def heatmap(weights, ax=None, *, title: str, xlabel: str = "key", ylabel: str = "query",
             xticks=None, yticks=None, annotate: bool | None = None, cmap: str = "viridis",
             vmin: float | None = 0.0, vmax: float | None = None, colorbar: bool = True):
@@ -37,30 +43,42 @@ def heatmap(weights, ax=None, *, title: str, xlabel: str = "key", ylabel: str = 
     if annotate is None:
         annotate = w.shape[0] <= 8 and w.shape[1] <= 8
     if annotate:
-        mid = (np.nanmax(w) + np.nanmin(w)) / 2
         for i in range(w.shape[0]):
             for j in range(w.shape[1]):
                 ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                        color="black" if w[i, j] > mid else "white")
+                        color=_text_colour(image, w[i, j]))
     if colorbar:
         ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     return ax
 
 
 def heatmaps(matrices, titles, *, suptitle: str, xlabel: str = "key", ylabel: str = "query",
-             ncols: int | None = None, **kwargs):
-    """Several heatmaps side by side (for example one per head), sharing one colour scale."""
+             ncols: int | None = None, colorbar: bool = True, **kwargs):
+    """Several heatmaps side by side (for example one per head), on one colour scale.
+
+    Every panel maps values to colours alike (vmin / vmax are shared: vmin 0 unless given,
+    None for the smallest value of all; vmax the largest), so one colour bar, to the right
+    of the grid, reads for all of them.
+    """
     matrices = [_array(m) for m in matrices]
     n = len(matrices)
     ncols = ncols or n
     nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
-    vmax = kwargs.pop("vmax", max(float(np.nanmax(m)) for m in matrices))
+    # constrained layout leaves room for the suptitle and the shared colour bar
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols + 0.8, 3.0 * nrows),
+                             squeeze=False, layout="constrained")
+    vmin = kwargs.pop("vmin", 0.0)
+    vmax = kwargs.pop("vmax", None)
+    if vmin is None:
+        vmin = min(float(np.nanmin(m)) for m in matrices)
+    if vmax is None:
+        vmax = max(float(np.nanmax(m)) for m in matrices)
     for ax, m, title in zip(axes.flat, matrices, titles, strict=False):
-        heatmap(m, ax, title=title, xlabel=xlabel, ylabel=ylabel, vmax=vmax, colorbar=False,
-                **kwargs)
+        heatmap(m, ax, title=title, xlabel=xlabel, ylabel=ylabel, vmin=vmin, vmax=vmax,
+                colorbar=False, **kwargs)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
+    if colorbar:
+        fig.colorbar(axes.flat[0].images[0], ax=axes, shrink=0.9)
     fig.suptitle(suptitle)
-    fig.tight_layout()
     return fig
