@@ -1,8 +1,9 @@
 """Masks and the masked softmax.
 
 Convention used everywhere in the course: a boolean mask is True where a query MAY attend to a
-key, the same meaning as a boolean `attn_mask` in `F.scaled_dot_product_attention`. (PyTorch's
-`key_padding_mask` in `nn.MultiheadAttention` uses the opposite meaning: True = ignore.)
+key, the same meaning as a boolean `attn_mask` in `F.scaled_dot_product_attention`. PyTorch's
+`nn.MultiheadAttention` and `nn.Transformer*` layers use the opposite meaning (True = ignore) for
+a boolean `attn_mask` and for `key_padding_mask`: give them ~mask.
 """
 
 import torch

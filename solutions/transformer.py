@@ -9,8 +9,15 @@ layer norm. Where the norm goes matters:
 Pre-norm leaves the residual path x -> x untouched, so gradients reach early layers directly
 and deep stacks train without a learning-rate warm-up; it needs a final norm after the stack.
 
-Masks follow the course convention: boolean, True = may attend. A key-padding mask pad (B, S)
-is passed as pad[:, None, :].
+Masks follow the course convention: boolean, True = may attend (as a boolean `attn_mask` in
+`F.scaled_dot_product_attention`). A key-padding mask pad (B, S), True for real tokens, is
+passed as pad[:, None, :].
+
+Beware: PyTorch's `nn.MultiheadAttention`, `nn.Transformer` and `nn.TransformerEncoderLayer` /
+`nn.TransformerDecoderLayer` mean the opposite. Their boolean `attn_mask` (`src_mask`,
+`tgt_mask`, `memory_mask`) and every `*key_padding_mask` are True where attention is NOT
+allowed, so a course mask m goes to them as ~m: block(x, mask=pad[:, None, :], is_causal=True)
+computes layer(x, src_mask=~causal_mask(T), src_key_padding_mask=~pad, is_causal=True).
 
 The `from_torch` constructors copy the weights of PyTorch's own layers (batch_first=True), so
 the tests can check that both compute the same function.

@@ -59,6 +59,22 @@ def test_block_matches_encoder_layer(norm_first, activation, masks, gen):
     _check(ours, theirs, (x,), gen)
 
 
+
+def test_torch_layers_read_masks_the_other_way(gen):
+    """PyTorch's layers take True = blocked: a course mask (True = may attend) goes in as ~mask;
+    passed unchanged, it hides the real tokens and lets the padding through."""
+    layer = nn.TransformerEncoderLayer(D, H, FF, batch_first=True, dtype=f64)
+    layer = _randomize_(layer, gen).eval()
+    block = TransformerBlock.from_torch(layer).eval()
+    x = _x(2, 6, gen).detach()
+    pad = padding_mask(torch.tensor([5, 3]), 6)  # (B, S) True = a real token
+    junk = x.masked_fill(~pad[..., None], 100.0)  # only the padding changed
+    ours = block(x, mask=pad[:, None, :])
+    torch.testing.assert_close(ours, layer(x, src_key_padding_mask=~pad))
+    torch.testing.assert_close(block(junk, mask=pad[:, None, :])[pad], ours[pad])
+    wrong, wrong_junk = layer(x, src_key_padding_mask=pad), layer(junk, src_key_padding_mask=pad)
+    assert not torch.allclose(wrong_junk[pad], wrong[pad])  # the real tokens now see the padding
+
 def test_block_without_bias(gen):
     layer = nn.TransformerEncoderLayer(D, H, FF, bias=False, batch_first=True, dtype=f64)
     layer = _randomize_(layer, gen).eval()
