@@ -6,6 +6,8 @@ medians over repeats, and memory is counted from the tensors PyTorch actually al
 than from the process size (which the allocator and other libraries blur).
 
 - `median_time`: seconds per call, the median over repeats after a warm-up.
+- `min_times`: CPU seconds per call of several calls, timed in turns, the minimum over repeats;
+  the steadiest estimate of the work itself on a busy machine.
 - `largest_intermediate`: bytes of the biggest tensor an operation creates inside a call; for
   attention that is the (L, S) score matrix, for tiled attention one tile.
 - `count_operations`: how many aten operations a call runs, e.g. one per time step in an RNN.
@@ -51,6 +53,31 @@ def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def min_times(calls: Mapping[object, Callable[[], object]], repeats: int = 5, warmup: int = 1,
+              clock: Callable[[], float] = time.process_time) -> dict:
+    """{key: seconds} for each of several calls: the minimum over `repeats` timed calls.
+
+    Made for scaling curves on a shared machine. The calls are timed in turns (all of them once,
+    then all again, ...), so a burst of load from another program falls on every size alike
+    rather than on one point of the curve. The default clock is this process's CPU time, which
+    stops while another program holds the core: waiting is not counted, only the work (run
+    PyTorch on one thread, `torch.set_num_threads(1)`, so that CPU time and work agree).
+    Interference can only add time, never remove it, hence the minimum.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    for _ in range(warmup):
+        for fn in calls.values():
+            fn()
+    best = {key: float("inf") for key in calls}
+    for _ in range(repeats):
+        for key, fn in calls.items():
+            start = clock()
+            fn()
+            best[key] = min(best[key], clock() - start)
+    return best
 
 
 def _storages(tensors) -> dict[int, int]:
@@ -189,13 +216,18 @@ def format_bytes(nbytes: float) -> str:
     raise AssertionError("unreachable")
 
 
+GUIDE_STYLES = {0: ":", 1: "--", 2: "-.", 3: (0, (5, 1, 1, 1, 1, 1))}  # slope p -> line style
+
+
 def plot_scaling(ax, sizes, series: Mapping[str, Iterable[float]], *, title: str, xlabel: str,
                  ylabel: str, guides: Iterable[int] = (1, 2), marker: str = "o"):
-    """Plot each named series against `sizes` on log-log axes, with dashed guide lines.
+    """Plot each named series against `sizes` on log-log axes, with grey guide lines.
 
     A guide of slope p is anchored at the first point of the first series and shows how
     something growing exactly like n^p would continue, so a curve parallel to it grows like n^p.
-    The x ticks are the measured sizes themselves.
+    Guides differ in line style (`GUIDE_STYLES`), not only in label, so they can be told apart
+    in print; the series keep the colour cycle, and the legend shows both. The x ticks are the
+    measured sizes themselves.
     """
     sizes = np.asarray(list(sizes), float)
     first = None
@@ -204,8 +236,8 @@ def plot_scaling(ax, sizes, series: Mapping[str, Iterable[float]], *, title: str
         ax.plot(sizes, values, marker=marker, label=label)
         first = values if first is None else first
     for p in guides:
-        ax.plot(sizes, first[0] * (sizes / sizes[0]) ** p, "k--", lw=0.8, alpha=0.5,
-                label=f"~ n^{p}")
+        ax.plot(sizes, first[0] * (sizes / sizes[0]) ** p, color="0.4", lw=1.0,
+                ls=GUIDE_STYLES.get(p, "--"), label=f"~ n^{p}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes, labels=[f"{n:g}" for n in sizes])  # the measured sizes, no clutter

@@ -11,6 +11,7 @@ from lectures.toolkit.measure import (
     format_bytes,
     largest_intermediate,
     median_time,
+    min_times,
     peak_memory,
     plot_scaling,
     power_law_exponent,
@@ -30,6 +31,36 @@ def test_median_time_ignores_one_slow_call_and_the_warmup():
 def test_median_time_rejects_no_repeats():
     with pytest.raises(ValueError):
         median_time(lambda: None, repeats=0)
+
+
+def test_min_times_takes_each_calls_fastest_turn_and_interleaves_them():
+    order = []
+    clock_ticks = iter(range(1000))
+
+    def clock():  # a fake clock: each reading is one tick later, so every call lasts 1 tick
+        return float(next(clock_ticks))
+
+    def call(key, extra):
+        def fn():
+            order.append(key)
+            for _ in range(extra.pop(0) if extra else 0):
+                clock()  # a slow turn: the clock is read more, i.e. time passes
+        return fn
+
+    best = min_times({"a": call("a", [0, 5, 2, 5]), "b": call("b", [0, 7, 0, 0])}, repeats=3,
+                     warmup=1, clock=clock)
+    assert order == ["a", "b"] * 4  # warm-up, then turns: a, b, a, b, ...
+    assert best == {"a": 3.0, "b": 1.0}  # a: turns of 6, 3 and 6 ticks; b: 8, 1, 1
+
+
+def test_min_times_on_the_cpu_clock_ignores_sleeping():
+    best = min_times({"sleep": lambda: time.sleep(0.02)}, repeats=2)
+    assert best["sleep"] < 0.01  # waiting is not work: CPU time stays near zero
+
+
+def test_min_times_rejects_no_repeats():
+    with pytest.raises(ValueError):
+        min_times({"x": lambda: None}, repeats=0)
 
 
 def test_largest_intermediate_finds_the_score_matrix():
@@ -131,4 +162,20 @@ def test_plot_scaling_draws_labelled_log_log_axes():
     assert list(guide) == pytest.approx([1, 4, 16])  # anchored at the first point, slope 2
     assert list(ax.get_xticks()) == [1, 2, 4]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4"]
+    plt.close(fig)
+
+
+def test_plot_scaling_guides_differ_in_line_style_not_only_colour():
+    fig, ax = plt.subplots()
+    plot_scaling(ax, [1, 2, 4], {"a": [1, 2, 4], "b": [1, 1, 1]}, title="t", xlabel="n",
+                 ylabel="s", guides=(0, 1, 2))
+    series, guides = ax.get_lines()[:2], ax.get_lines()[2:]
+    assert len({line.get_linestyle() for line in guides}) == 3
+    assert all(line.get_linestyle() == "-" for line in series)  # solid: never mistaken for one
+    assert series[0].get_color() != series[1].get_color()
+    legend = {t.get_text(): h for t, h in zip(ax.get_legend().get_texts(),
+                                              ax.get_legend().legend_handles, strict=True)}
+    for line in ax.get_lines():  # the legend shows each line in its own colour and style
+        assert legend[line.get_label()].get_color() == line.get_color()
+        assert legend[line.get_label()].get_linestyle() == line.get_linestyle()
     plt.close(fig)
