@@ -87,19 +87,18 @@ def execute_solution(path: Path) -> Path:
     return out
 
 
-def stage(lecture_files: list[Path], solution_files: list[Path]) -> Path:
-    shutil.rmtree(STAGE, ignore_errors=True)
-    shutil.copytree(BOOK, STAGE, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+def stage(lecture_files: list[Path], solution_files: list[Path], to: Path = STAGE) -> Path:
+    shutil.rmtree(to, ignore_errors=True)
+    shutil.copytree(BOOK, to, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     for folder, files in (("lectures", lecture_files), ("solutions", solution_files)):
-        (STAGE / folder).mkdir()
+        (to / folder).mkdir()
         for f in files:
-            shutil.copy2(f, STAGE / folder / f.name)
-    return STAGE
+            shutil.copy2(f, to / folder / f.name)
+    return to
 
 
-def sphinx(source: Path) -> Path:
-    """Build the staged book; Sphinx warnings fail the build (all of them are reported)."""
-    work = BUILD / "site-build"
+def sphinx(source: Path, out: Path = SITE, work: Path = BUILD / "site-build") -> Path:
+    """Build the staged book into `out`; Sphinx warnings fail the build (all are reported)."""
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     cmd = [str(jupyter_book), "build", str(source), "--path-output", str(work), "--all",
            "--warningiserror", "--keep-going", "--quiet"]
@@ -108,9 +107,9 @@ def sphinx(source: Path) -> Path:
         sys.stdout.write(done.stdout[-5000:])
         sys.stderr.write(done.stderr[-5000:])
         raise SystemExit(f"jupyter-book build failed (exit {done.returncode})")
-    shutil.rmtree(SITE, ignore_errors=True)
-    shutil.copytree(work / "_build" / "html", SITE)
-    return SITE
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(work / "_build" / "html", out)
+    return out
 
 
 def build(execute: bool = True) -> Path:

@@ -1,16 +1,16 @@
 """`make site`: every lecture and worked solution is a page, with its figures, and the contents
 page maps each lecture to its assignment.
 
-The build executes every source assignment, takes the lectures executed (with the lecture checks)
-once this session by tests/conftest.py's `executed_lectures` from build/lectures/ (as `make site`
-reuses what `make lectures` wrote), then runs Jupyter Book with Sphinx warnings as errors: a
-clean exit is itself part of the test.
+The build (the `site` fixture in conftest.py) executes every source assignment, takes the
+lectures executed (with the lecture checks) once this session by tests/conftest.py's
+`executed_lectures` from build/lectures/ (as `make site` reuses what `make lectures` wrote),
+then runs Jupyter Book with Sphinx warnings as errors: a clean exit is itself part of the test.
+What the pages look like in a browser with no network is in test_offline.py.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -22,7 +22,6 @@ from grader.course import REPO
 
 pytestmark = pytest.mark.slow
 
-SITE = REPO / "build" / "site"
 EXECUTED = REPO / "build" / "lectures"
 LECTURES = sorted((REPO / "lectures").glob("*.ipynb"))
 ASSIGNMENTS = sorted(p.parent.name for p in (REPO / "assignments").glob("*/*.ipynb"))
@@ -68,27 +67,6 @@ def local_target(page: Path, href: str) -> Path | None:
     if url.scheme or url.netloc or not url.path:
         return None
     return (page.parent / unquote(url.path)).resolve()
-
-
-@pytest.fixture(scope="module")
-def site_build(executed_lectures, run_log) -> subprocess.CompletedProcess:
-    """`make site`, after every lecture has been executed into build/lectures/ this session."""
-    for lecture in LECTURES:
-        executed_lectures(lecture)  # once a session; tests/lectures checks each run
-    done = subprocess.run([sys.executable, "book/build.py"], cwd=REPO, capture_output=True,
-                          text=True, timeout=1500)
-    for lecture in LECTURES:
-        if f"  {lecture.name}: executed in" in done.stdout:
-            run_log.site_lectures[lecture.stem] += 1
-    return done
-
-
-@pytest.fixture(scope="module")
-def site(site_build) -> Path:
-    done = site_build
-    assert done.returncode == 0, f"make site failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
-    assert (SITE / "index.html").exists()
-    return SITE
 
 
 def test_the_build_reuses_the_executed_lectures(site, site_build):
@@ -158,3 +136,33 @@ def test_internal_links_resolve(site):
             if target is not None and not target.exists():
                 broken.append(f"{page_path.relative_to(site)} -> {href}")
     assert not broken, "\n".join(broken[:20])
+
+
+def worked_answers(nb) -> int:
+    return sum("worked-answer" in cell.metadata.get("tags", []) for cell in nb.cells)
+
+
+CELL = re.compile(r'<div class="cell ([^"]*)">\s*(<[^>]*>)')
+
+
+@pytest.mark.parametrize("lecture", LECTURES, ids=[p.stem for p in LECTURES])
+def test_worked_answers_are_behind_a_toggle(site, lecture):
+    """Each worked answer is one cell whose content sits in a closed <details> (myst-nb's
+    rendering of the `hide-cell` tag): the reader sees the question and a "Show" toggle."""
+    html = (site / "lectures" / f"{lecture.stem}.html").read_text()
+    cells = [(m.group(1).split(), m.group(2)) for m in CELL.finditer(html)]
+    answers = [(classes, first) for classes, first in cells if "tag_worked-answer" in classes]
+    expected = worked_answers(nbformat.read(EXECUTED / lecture.name, as_version=4))
+    assert len(answers) == expected, (f"{lecture.name} has {expected} worked-answer cells; "
+                                      f"its page shows {len(answers)}")
+    for classes, first in answers:
+        assert "tag_hide-cell" in classes, f"a worked answer not hidden: {classes}"
+        assert first.startswith("<details") and " open" not in first, (
+            f"a worked answer does not start behind a closed toggle: {first}")
+
+
+def test_the_lectures_have_worked_answers(site):
+    """The check above means something only once the lectures carry worked answers."""
+    counts = {p.stem: worked_answers(nbformat.read(EXECUTED / p.name, as_version=4))
+              for p in LECTURES}
+    assert sum(counts.values()) > 0, f"no worked answers on the site yet: {counts}"

@@ -1,0 +1,117 @@
+"""The site in a browser with no network: its math renders, and worked answers open on a click.
+
+Every page is served from loopback and opened in headless chromium where any other request is
+aborted (conftest.py's `offline_page`). MathJax comes with the site (book/_config.yml), so each
+page must typeset every formula (one MathJax element per `math` span Sphinx wrote), leave no raw
+TeX delimiter in the prose, and ask for nothing outside the site.
+
+A small book built here with the course's configuration, one exercise in it, checks the worked
+answer's toggle in the browser whatever the lectures hold; on the real site the same is checked
+for every worked answer of a lecture page.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from book import build
+from grader.course import REPO
+
+pytestmark = pytest.mark.slow
+
+LECTURES = sorted((REPO / "lectures").glob("*.ipynb"))
+ASSIGNMENTS = sorted(p.parent.name for p in (REPO / "assignments").glob("*/*.ipynb"))
+PAGES = ([f"lectures/{p.stem}.html" for p in LECTURES]
+         + [f"solutions/{name}.html" for name in ASSIGNMENTS])
+
+# What MathJax left alone: TeX delimiters in the article's prose (code and outputs excluded).
+RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\$[^$\s][^$]*\$|\\begin\{")
+
+TYPESET = """async () => {
+    await window.MathJax.startup.promise;  // resolves once the first typesetting is done
+    const article = document.querySelector("article") || document.body;
+    const prose = article.cloneNode(true);
+    prose.querySelectorAll("pre, code, script, style, mjx-container, .cell_output, .output")
+         .forEach(e => e.remove());
+    return {
+        math: article.querySelectorAll(".math").length,
+        typeset: article.querySelectorAll(".math mjx-container").length,
+        text: prose.textContent,
+    };
+}"""
+
+
+def check_math(page, traffic) -> dict:
+    # MathJax's script is deferred: by the load event it has run, if it could be fetched
+    loaded = page.evaluate("() => Boolean(window.MathJax && window.MathJax.startup)")
+    assert loaded, f"MathJax did not load; requests aborted: {traffic.blocked[:5]}"
+    found = page.evaluate(TYPESET)
+    assert found["math"] > 0, "no math on the page?"
+    assert found["typeset"] == found["math"], (
+        f"{found['typeset']} of {found['math']} formulas typeset")
+    raw = RAW_TEX.findall(found["text"])
+    assert not raw, f"raw TeX left in the text: {raw[:5]}"
+    assert not traffic.blocked, f"the page asked for the network: {traffic.blocked[:5]}"
+    assert not traffic.failed and not traffic.not_found, traffic.failed + traffic.not_found
+    assert any("/_static/mathjax/" in url for url in traffic.local), "MathJax not from the site"
+    return found
+
+
+def check_toggles(page) -> int:
+    """Every worked answer starts hidden and shows its code after a click on its toggle."""
+    answers = page.locator(".cell.tag_worked-answer")
+    for i in range(answers.count()):
+        cell = answers.nth(i)
+        code = cell.locator(".cell_input pre").first
+        assert cell.locator("details").count() == 1, f"worked answer {i + 1} has no toggle"
+        assert cell.locator("details").first.get_attribute("open") is None
+        assert not code.is_visible(), f"worked answer {i + 1} is shown before its toggle"
+        cell.locator("summary").first.click()
+        assert code.is_visible(), f"worked answer {i + 1} did not open"
+        assert code.inner_text().startswith("# Worked answer")
+    return answers.count()
+
+
+@pytest.fixture(scope="module")
+def tiny_site(tmp_path_factory) -> Path:
+    """A two-page book with the course's _config.yml: math, and one exercise."""
+    root = tmp_path_factory.mktemp("tiny-book")
+    src = root / "src"
+    src.mkdir()
+    shutil.copy2(build.BOOK / "_config.yml", src / "_config.yml")
+    (src / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: lecture\n")
+    (src / "index.md").write_text("# A tiny book\n\nInline $a^2 + b^2$, and displayed:\n\n"
+                                  "$$\\sum_j w_j = 1$$\n")
+    md = nbformat.v4.new_markdown_cell
+    answer = nbformat.v4.new_code_cell("# Worked answer\nx = 2 + 2\nassert x == 4\nprint(x)")
+    answer.metadata["tags"] = ["worked-answer", "hide-cell"]
+    answer.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+    answer.outputs = [nbformat.v4.new_output("stream", name="stdout", text="4\n")]
+    nb = nbformat.v4.new_notebook(cells=[
+        md("# One exercise\n\nThe weights $\\mathrm{softmax}(s)_j = e^{s_j} / \\sum_k e^{s_k}$."),
+        md("**Try it.** What is $2 + 2$?"), answer, nbformat.v4.new_code_cell("y = 1")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nbformat.write(nb, src / "lecture.ipynb")
+    return build.sphinx(src, out=root / "site", work=root / "work")
+
+
+def test_a_worked_answer_is_behind_a_toggle_offline(tiny_site, serve, offline_page):
+    page, traffic = offline_page(serve(tiny_site) + "lecture.html")
+    check_math(page, traffic)
+    assert check_toggles(page) == 1
+    page, traffic = offline_page(serve(tiny_site) + "index.html")
+    assert check_math(page, traffic)["math"] == 2  # one inline, one displayed
+
+
+@pytest.mark.parametrize("path", PAGES, ids=[Path(p).stem for p in PAGES])
+def test_site_pages_render_offline(site, serve, offline_page, path):
+    page, traffic = offline_page(serve(site) + path)
+    check_math(page, traffic)
+    check_toggles(page)  # test_site.py checks their number against the notebooks
