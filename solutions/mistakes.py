@@ -315,3 +315,111 @@ def greedy_generate(model, idx, n_new):
 
     with torch.no_grad():
         return {"greedy_first_position": run(position=0), "greedy_no_crop": run(crop=False)}
+
+
+# --- efficient attention: the online softmax, tiled attention, the KV cache -------------------
+
+def online_softmax(x, block=4):
+    """Mistakes in the online softmax's update of the running maximum m and sum l."""
+    def run(m0=float("-inf"), rescale=lambda m, m_new: torch.exp(m - m_new), running_max=True,
+            subtract_max=True):
+        m = torch.full((*x.shape[:-1], 1), m0, dtype=x.dtype, device=x.device)
+        l = torch.zeros_like(m)
+        for start in range(0, x.size(-1), block):
+            xb = x[..., start:start + block]
+            m_new = xb.amax(dim=-1, keepdim=True)
+            m_new = torch.maximum(m, m_new) if running_max else m_new
+            if subtract_max:
+                l = l * rescale(m, m_new) + torch.exp(xb - m_new).sum(dim=-1, keepdim=True)
+            else:
+                l = l + torch.exp(xb).sum(dim=-1, keepdim=True)
+            m = m_new
+        return (torch.exp(x - m) if subtract_max else torch.exp(x)) / l, m, l
+
+    return {"online_rescale_flipped": run(rescale=lambda m, m_new: torch.exp(m_new - m)),
+            "online_sum_not_rescaled": run(rescale=lambda m, m_new: 1),
+            "online_max_not_running": run(running_max=False),
+            "online_max_init_zero": run(m0=0.0),
+            "softmax_no_max": run(subtract_max=False)}
+
+
+def tiled_attention(q, k, v, block_q=16, block_k=16, is_causal=False):
+    """Mistakes in tiled attention: the running output, the scale, and the causal tiles."""
+    L, S = q.size(-2), k.size(-2)
+
+    def run(rescale_o=True, scale=True, may_attend=lambda cols, rows: cols <= rows,
+            inverted=False, last_key=lambda i0, i1: min(S, i1),
+            crosses=lambda i0, j0, j1: j1 - 1 > i0):
+        factor = 1 / math.sqrt(q.size(-1)) if scale else 1.0
+        out = q.new_empty(*q.shape[:-1], v.size(-1))
+        for i0 in range(0, L, block_q):
+            i1 = min(i0 + block_q, L)
+            qi = q[..., i0:i1, :]
+            m = q.new_full((*qi.shape[:-1], 1), float("-inf"))
+            l = torch.zeros_like(m)
+            o = q.new_zeros(*qi.shape[:-1], v.size(-1))
+            for j0 in range(0, last_key(i0, i1) if is_causal else S, block_k):
+                j1 = min(j0 + block_k, S)
+                s = qi @ k[..., j0:j1, :].transpose(-2, -1) * factor
+                if is_causal and crosses(i0, j0, j1):
+                    rows = torch.arange(i0, i1, device=q.device)[:, None]
+                    cols = torch.arange(j0, j1, device=q.device)[None, :]
+                    keep = may_attend(cols, rows)
+                    s = s.masked_fill(keep if inverted else ~keep, float("-inf"))
+                m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
+                p = torch.exp(s - m_new)
+                correction = torch.exp(m - m_new)
+                l = l * correction + p.sum(dim=-1, keepdim=True)
+                o = (o * correction if rescale_o else o) + p @ v[..., j0:j1, :]
+                m = m_new
+            out[..., i0:i1, :] = o / l
+        return out
+
+    causes = {"tiled_output_not_rescaled": run(rescale_o=False), "not_scaled": run(scale=False)}
+    if is_causal:
+        causes.update({
+            "causal_off_by_one": run(may_attend=lambda cols, rows: cols < rows),
+            "mask_inverted": run(inverted=True),
+            "causal_diagonal_tiles_skipped": run(last_key=lambda i0, i1: min(S, i0)),
+            "causal_tile_not_masked": run(crosses=lambda i0, j0, j1: j0 > i0),
+        })
+    return causes
+
+
+def generate_cached(model, idx, n_new):
+    """Mistakes in greedy decoding with a KV cache; `model` is the reference DecoderOnlyLM."""
+    from .efficient import KVCache, _attend
+
+    def step(token, t, caches, position_shift=0, append_query=False, overwrite=False):
+        x = model.tok_emb(token) + model.pos.emb.weight[t + position_shift]
+        for block, cache in zip(model.blocks, caches, strict=True):
+            attn = block.self_attn
+            h = block.norm1(x)
+            q, k, v = (attn.split_heads(p(h)) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+            if overwrite:
+                cache.k = cache.v = None  # the cache never holds more than the newest position
+            k, v = cache.append(q if append_query else k, v)
+            y = _attend(q, k, v)
+            x = x + attn.out_proj(y.transpose(1, 2).reshape(x.shape))
+            x = x + block.mlp(block.norm2(x))
+        return model.lm_head(model.ln_f(x))[:, -1]
+
+    def run(refeed=False, **slip):
+        if idx.size(1) + n_new + slip.get("position_shift", 0) > model.max_len:
+            return None  # such code would run out of positions and raise
+        out, caches = idx, [KVCache() for _ in model.blocks]
+        for t in range(out.size(1)):
+            logits = step(out[:, t:t + 1], t, caches, **slip)
+        for i in range(n_new):
+            out = torch.cat([out, logits.argmax(dim=-1, keepdim=True)], dim=1)
+            if i == n_new - 1:
+                break
+            for t in range(out.size(1)) if refeed else [out.size(1) - 1]:
+                logits = step(out[:, t:t + 1], t, caches, **slip)
+        return out
+
+    with torch.no_grad():
+        return {"kv_cache_overwritten": run(overwrite=True),
+                "kv_cache_appends_query": run(append_query=True),
+                "kv_position_off_by_one": run(position_shift=1),
+                "kv_recomputes_past": run(refeed=True)}

@@ -108,6 +108,28 @@ CAUSES = {
     "greedy_first_position": "the next token was taken from the first position's logits, not "
                              "the last",
     "greedy_no_crop": "the input was not cropped to the last max_len tokens",
+    # efficient attention: the online softmax, tiled attention, the KV cache
+    "online_rescale_flipped": "the running sum was rescaled by exp(m_new - m) instead of "
+                              "exp(m - m_new) when the maximum grew",
+    "online_sum_not_rescaled": "the running sum was not rescaled by exp(m - m_new) when a block "
+                               "brought a larger maximum",
+    "online_max_not_running": "the running maximum was replaced by each block's own maximum "
+                              "instead of the larger of the two",
+    "online_max_init_zero": "the running maximum started at 0 instead of -inf, so rows whose "
+                            "scores are all negative get the wrong maximum",
+    "tiled_output_not_rescaled": "the running output o was not rescaled by exp(m - m_new) when "
+                                 "the maximum grew (only the running sum was)",
+    "causal_diagonal_tiles_skipped": "the tiles on the diagonal were skipped too (only tiles "
+                                     "whose keys all come after every query may be skipped)",
+    "causal_tile_not_masked": "a tile that crosses the diagonal was computed without the mask "
+                              "(mask every tile that holds a key later than its first query)",
+    "kv_cache_overwritten": "the cache was overwritten instead of extended, so each new token "
+                            "attends only to itself",
+    "kv_cache_appends_query": "the query was appended to the cache instead of the key",
+    "kv_position_off_by_one": "the new token got the position embedding of t + 1 instead of t",
+    "kv_recomputes_past": "every step fed all the tokens so far through the model again, so the "
+                          "cache holds each past position several times (feed only the newest "
+                          "token)",
     # found from the error itself
     "inplace_input": "the function changes its input tensor in place",
 }

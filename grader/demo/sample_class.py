@@ -157,6 +157,20 @@ TRANSFORMER_CLASS = [
              "F.dropout(self.act(self.linear1(x)), p=0.1)")]),
 ]
 
+EFFICIENT_ATTENTION_CLASS = [
+    Student("alice", "perfect: the source solution", "full"),
+    Student("bob", "blank: the release, untouched", "zero", blank=True),
+    Student("carol", "running sum not rescaled when the maximum grows", "partial", edits=[
+        Edit("online_softmax", "l * torch.exp(m - m_new) + ", "l + ")]),
+    Student("dave", "causal mask flipped inside the tiles", "partial", edits=[
+        Edit("tiled_attention", "s.masked_fill(~may_attend,", "s.masked_fill(may_attend,")]),
+    Student("erin", "one big tile: the whole score matrix at once", "partial", edits=[
+        Edit("tiled_attention", "    L, S = q.size(-2), k.size(-2)\n",
+             "    L, S = q.size(-2), k.size(-2)\n    block_q, block_k = L, S\n")]),
+    Student("frank", "KV cache overwritten instead of extended", "partial", edits=[
+        Edit("kv_cache", "        if self.k is not None:", "        if False:")]),
+]
+
 # In the order of the course.
 SAMPLE_CLASSES: dict[str, list[Student]] = {
     "soft_select": SOFT_SELECT_CLASS,
@@ -164,4 +178,5 @@ SAMPLE_CLASSES: dict[str, list[Student]] = {
     "rnn_attention": RNN_ATTENTION_CLASS,
     "self_attention": SELF_ATTENTION_CLASS,
     "transformer": TRANSFORMER_CLASS,
+    "efficient_attention": EFFICIENT_ATTENTION_CLASS,
 }

@@ -26,6 +26,8 @@ def m(id, assignment, cell, old, new, cause):
 
 
 SA, SS, BH, RNN, TF = "self_attention", "soft_select", "by_hand", "rnn_attention", "transformer"
+EA = "efficient_attention"
+ONLINE_L = "l = l * torch.exp(m - m_new) + torch.exp(xb - m_new).sum(dim=-1, keepdim=True)"
 SOFTMAX = "torch.softmax(scores, dim=-1)"
 FILL = 'scores.masked_fill(~mask, float("-inf"))'
 SCALE = "q @ k.transpose(-2, -1) / math.sqrt(d)"
@@ -245,6 +247,48 @@ MISTAKES = [
     m("greedy_first_position", TF, "greedy", "logits[:, -1]", "logits[:, 0]",
       "greedy_first_position"),
     m("greedy_no_crop", TF, "greedy", "model(idx[:, -model.max_len:])", "model(idx)", None),
+    # --- efficient_attention: the online softmax
+    m("online_rescale_flipped", EA, "online_softmax", "l * torch.exp(m - m_new)",
+      "l * torch.exp(m_new - m)", "online_rescale_flipped"),
+    m("online_sum_not_rescaled", EA, "online_softmax", "l * torch.exp(m - m_new) + ", "l + ",
+      "online_sum_not_rescaled"),
+    m("online_max_not_running", EA, "online_softmax",
+      "m_new = torch.maximum(m, xb.amax(dim=-1, keepdim=True))",
+      "m_new = xb.amax(dim=-1, keepdim=True)", "online_max_not_running"),
+    m("online_max_init_zero", EA, "online_softmax",
+      'm = torch.full((*x.shape[:-1], 1), float("-inf")', "m = torch.full((*x.shape[:-1], 1), 0.0",
+      "online_max_init_zero"),
+    m("online_no_max", EA, "online_softmax",
+      f"{ONLINE_L}\n        m = m_new\n    return torch.exp(x - m) / l, m, l",
+      "l = l + torch.exp(xb).sum(dim=-1, keepdim=True)\n        m = m_new\n"
+      "    return torch.exp(x) / l, m, l", "softmax_no_max"),
+    # --- efficient_attention: tiled attention, its memory, causal tiles
+    m("tiled_output_not_rescaled", EA, "tiled_attention", "o = o * correction + p @ v",
+      "o = o + p @ v", "tiled_output_not_rescaled"),
+    m("tiled_not_scaled", EA, "tiled_attention", ".transpose(-2, -1) * scale", ".transpose(-2, -1)",
+      "not_scaled"),
+    m("tiled_one_big_tile", EA, "tiled_attention", "    L, S = q.size(-2), k.size(-2)\n",
+      "    L, S = q.size(-2), k.size(-2)\n    block_q, block_k = L, S  # one tile: simpler\n",
+      None),
+    m("causal_tile_off_by_one", EA, "tiled_attention", "may_attend = cols <= rows",
+      "may_attend = cols < rows", "causal_off_by_one"),
+    m("causal_tile_mask_flipped", EA, "tiled_attention", "s.masked_fill(~may_attend,",
+      "s.masked_fill(may_attend,", "mask_inverted"),
+    m("causal_diagonal_tile_skipped", EA, "tiled_attention", "last = min(S, i1) if is_causal",
+      "last = min(S, i0) if is_causal", "causal_diagonal_tiles_skipped"),
+    m("causal_crossing_tile_unmasked", EA, "tiled_attention", "if is_causal and j1 - 1 > i0:",
+      "if is_causal and j0 > i0:", "causal_tile_not_masked"),
+    # --- efficient_attention: the KV cache
+    m("kv_cache_overwritten", EA, "kv_cache", "        if self.k is not None:",
+      "        if False:", "kv_cache_overwritten"),
+    m("kv_cache_appends_query", EA, "cached_lm", "k, v = cache.append(k, v)",
+      "k, v = cache.append(q, v)", "kv_cache_appends_query"),
+    m("kv_position_off_by_one", EA, "cached_lm", "self.pos_emb.weight[t]",
+      "self.pos_emb.weight[t + 1]", "kv_position_off_by_one"),
+    m("kv_recomputes_past", EA, "cached_lm",
+      "                logits = self.step(next_id, idx.size(1) - 1, caches)",
+      "                for t in range(idx.size(1)):  # the whole sequence again\n"
+      "                    logits = self.step(idx[:, t:t + 1], t, caches)", "kv_recomputes_past"),
 ]
 
 # Correct by-hand answers in every form the text allows: each must earn full marks.
