@@ -13,6 +13,14 @@ def _array(x) -> np.ndarray:
     return np.asarray(x)
 
 
+def _extend(lo: float, hi: float, vmin: float | None, vmax: float | None) -> str:
+    """Which ends of the colour bar get an arrow: values beyond vmin / vmax are clipped."""
+    below = vmin is not None and lo < vmin
+    above = vmax is not None and hi > vmax
+    return {(False, False): "neither", (True, False): "min", (False, True): "max"}.get(
+        (below, above), "both")
+
+
 def _text_colour(image, value) -> str:
     """Black on light cells, white on dark ones, judged from the colour the cell is painted."""
     r, g, b, _ = image.cmap(image.norm(value))
@@ -48,7 +56,8 @@ def heatmap(weights, ax=None, *, title: str, xlabel: str = "key", ylabel: str = 
                 ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
                         color=_text_colour(image, w[i, j]))
     if colorbar:
-        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+        extend = _extend(np.nanmin(w), np.nanmax(w), vmin, vmax)
+        ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04, extend=extend)
     return ax
 
 
@@ -58,7 +67,7 @@ def heatmaps(matrices, titles, *, suptitle: str, xlabel: str = "key", ylabel: st
 
     Every panel maps values to colours alike (vmin / vmax are shared: vmin 0 unless given,
     None for the smallest value of all; vmax the largest), so one colour bar, to the right
-    of the grid, reads for all of them.
+    of the grid, reads for all of them; an arrow at an end of it marks clipped values.
     """
     matrices = [_array(m) for m in matrices]
     n = len(matrices)
@@ -67,18 +76,19 @@ def heatmaps(matrices, titles, *, suptitle: str, xlabel: str = "key", ylabel: st
     # constrained layout leaves room for the suptitle and the shared colour bar
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols + 0.8, 3.0 * nrows),
                              squeeze=False, layout="constrained")
+    lo = min(float(np.nanmin(m)) for m in matrices)
+    hi = max(float(np.nanmax(m)) for m in matrices)
     vmin = kwargs.pop("vmin", 0.0)
     vmax = kwargs.pop("vmax", None)
-    if vmin is None:
-        vmin = min(float(np.nanmin(m)) for m in matrices)
-    if vmax is None:
-        vmax = max(float(np.nanmax(m)) for m in matrices)
+    vmin = lo if vmin is None else vmin
+    vmax = hi if vmax is None else vmax
     for ax, m, title in zip(axes.flat, matrices, titles, strict=False):
         heatmap(m, ax, title=title, xlabel=xlabel, ylabel=ylabel, vmin=vmin, vmax=vmax,
                 colorbar=False, **kwargs)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     if colorbar:
-        fig.colorbar(axes.flat[0].images[0], ax=axes, shrink=0.9)
+        fig.colorbar(axes.flat[0].images[0], ax=axes, shrink=0.9,
+                     extend=_extend(lo, hi, vmin, vmax))
     fig.suptitle(suptitle)
     return fig

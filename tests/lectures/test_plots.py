@@ -62,3 +62,14 @@ def test_cell_values_are_written_in_a_contrasting_colour(cmap):
         light_cell = 0.299 * r + 0.587 * g + 0.114 * b > 0.5
         assert text.get_color() == ("black" if light_cell else "white"), (cmap, value)
     assert len(ax.texts) == 2
+
+
+def test_clipped_values_get_an_arrow_on_the_colour_bar():
+    """A colour bar that ends at vmax while some weights exceed it says so (extend="max")."""
+    fig = heatmaps([np.array([[0.1, 0.9]]), np.array([[0.2, 0.3]])], ["a", "b"],
+                   suptitle="clipped", vmax=0.5)
+    assert colour_bars(fig)[0]._colorbar.extend == "max"
+    ax = heatmap(np.array([[-0.5, 0.5]]), title="below vmin")
+    assert colour_bars(ax.figure)[0]._colorbar.extend == "min"
+    ax = heatmap(np.array([[0.0, 0.5]]), title="in range", vmax=1.0)
+    assert colour_bars(ax.figure)[0]._colorbar.extend == "neither"
