@@ -8,7 +8,8 @@
    its own folder; copies are kept in build/site-cache/ on the same terms.
 3. book/ (the Jupyter Book configuration and the contents page) and those notebooks are staged
    in build/site-src/ and built by Jupyter Book 1.x (Sphinx) into build/site/, with Sphinx
-   warnings treated as errors.
+   warnings treated as errors. MathJax is copied into the site (book/_config.yml), so the
+   pages need no network: build/site/ can be opened from disk or served as it is.
 
 Run from the repository root: `python book/build.py` (`--no-execute` builds from whatever
 executed copies exist, for quick work on the layout).
