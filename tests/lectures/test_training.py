@@ -74,3 +74,12 @@ def test_accuracies():
     assert token_accuracy(pred[:, :2], tgt) == 3 / 5  # a short prediction is padded
     no_eos = torch.tensor([[5, 6, 6, 6], [7, 7, 7, 7]])
     assert exact_match(no_eos, tgt, EOS).tolist() == [False, False]
+
+
+def test_verbose_log_has_no_run_time(capsys):
+    """The log is lecture output: the same every run (seconds stay in History.seconds)."""
+    data = batches(make_pairs(8, seed=0, max_clauses=1), batch_size=4)
+    history = train(_model(), data, epochs=2, verbose=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"epoch {e + 1:2d}  loss {loss:.3f}"
+                     for e, loss in enumerate(history.epoch_losses)]
