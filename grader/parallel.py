@@ -62,6 +62,12 @@ def execute(task: Task) -> dict:
             "executed_by": f"{os.uname().nodename}:{os.getpid()}"}
 
 
+# What a pool process needs, imported once by multiprocessing's fork server and inherited by
+# every pool process forked from it: torch is imported once per grading command, not once per
+# core (start-up is most of what a small class costs; bench/autograde_class.py measures it).
+PRELOAD = ["grader.parallel", "grader.sandbox.judge", "grader.checks", "torch"]
+
+
 def _pool_init():
     import torch
 
@@ -71,16 +77,24 @@ def _pool_init():
     torch.set_num_threads(1)  # one pool process per core already
 
 
+def _context():
+    """Pool processes forked from a server that has imported PRELOAD (a fresh, single-threaded
+    interpreter: forking this process, with its threads and database connections, is unsafe)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    return context
+
+
 class LocalPool:
     """Submissions executed by N processes on this machine."""
 
     def __init__(self, workers: int):
-        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=_pool_init)
+        self.pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_pool_init)
 
     def submit(self, task: Task):
         return self.pool.submit(execute, task)

@@ -22,7 +22,6 @@ from traitlets import Bool, Dict, Unicode
 
 from grader.preprocessors import is_test_cell
 from grader.sandbox import answers
-from grader.sandbox.judge import Judge
 from grader.sandbox.scan import scan
 from grader.sandbox.session import Limits, confinement
 from grader.status import flag, unique
@@ -148,6 +147,8 @@ def plan(course_root: Path, assignment: str, student: str, overrides: dict | Non
 def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[dict]:
     """Execute a sanitized notebook in place (student's cells in the sandbox, tests here);
     returns its flags."""
+    from grader.sandbox.judge import Judge  # torch: imported by the processes that execute
+
     flags = [flag("suspicious", why) for cell in nb.cells
              if cell.cell_type == "code" and not is_test_cell(cell) for why in scan(cell.source)]
     judge = Judge(plan.files, frozenset(plan.answers.get(name, [])),

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.sandbox import cgroup, codec, namespaces
+from grader.sandbox import cgroup, namespaces
 
 
 @dataclass(frozen=True)
@@ -269,6 +269,8 @@ class Session:
 
     def request(self, message: dict, timeout: float | None = None) -> dict:
         """Send one operation and wait for the answer, or raise WorkerDied."""
+        from grader.sandbox import codec  # imports torch: only where students' code runs
+
         if not self.alive:
             raise WorkerDied(self.killed_for or "the notebook's process is not running", "crash")
         timeout = self.limits.cell_timeout if timeout is None else timeout

@@ -1,0 +1,68 @@
+"""Start-up is paid once per grading command (issue "grade near the physical limit").
+
+What each process of a grading run imports is structural, so it is tested here; how many
+seconds it costs is measured by bench/autograde_class.py, never in a timed test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def _fresh(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    return done.stdout.strip()
+
+
+def test_the_grading_command_never_imports_torch():
+    # The command sanitizes and records; torch is imported by the pool and the sandbox only.
+    loaded = _fresh(
+        "import json, sys\n"
+        "import grader.cli, grader.autograde, grader.sanitize, grader.intake, grader.export\n"
+        "import grader.sandbox.execute, grader.sandbox.session\n"
+        "print(json.dumps([m for m in ('torch', 'grader.sandbox.judge') if m in sys.modules]))")
+    assert json.loads(loaded) == []
+
+
+def test_notebooks_validate_without_the_iri_grammar():
+    # grader/__init__.py keeps jsonschema's optional IRI grammar out of the grader's processes;
+    # nbformat must still validate, and still refuse, notebooks.
+    out = _fresh(
+        "import grader, nbformat, sys\n"
+        "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')])\n"
+        "nbformat.validate(nb)\n"
+        "nb.cells[0]['cell_type'] = 'nonsense'\n"
+        "try:\n    nbformat.validate(nb)\nexcept nbformat.ValidationError:\n    print('refused')\n"
+        "print(sys.modules.get('rfc3987_syntax', 'absent'))")
+    assert out.splitlines() == ["refused", "None"]
+
+
+def _parent_and_torch(_=None):
+    import os
+    import time
+    from pathlib import Path
+
+    time.sleep(2)  # both pool processes get one call each
+    parent = os.getppid()
+    maps = Path(f"/proc/{parent}/maps").read_text()
+    return os.getpid(), parent, "libtorch_cpu" in maps
+
+
+def test_pool_processes_are_forked_from_one_server_that_imported_torch():
+    import os
+
+    from grader.parallel import LocalPool
+
+    pool = LocalPool(2)
+    try:
+        calls = [pool.pool.submit(_parent_and_torch) for _ in range(2)]
+        seen = {pid: (parent, loaded) for pid, parent, loaded in (c.result(120) for c in calls)}
+    finally:
+        pool.close()
+    assert len(seen) == 2
+    parents = {parent for parent, _ in seen.values()}
+    assert len(parents) == 1 and os.getpid() not in parents  # one fork server, not us
+    assert all(loaded for _, loaded in seen.values())  # torch was in it before it forked them
