@@ -5,6 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.ticker import MaxNLocator
 
 
 def _array(x) -> np.ndarray:
@@ -44,6 +45,9 @@ def heatmap(weights, ax=None, *, title: str, xlabel: str = "key", ylabel: str = 
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    # rows and columns are numbered by whole numbers: no ticks between two cells (like 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if xticks is not None:
         ax.set_xticks(range(len(xticks)), labels=[str(t) for t in xticks], rotation=90)
     if yticks is not None:

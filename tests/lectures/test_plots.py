@@ -73,3 +73,10 @@ def test_clipped_values_get_an_arrow_on_the_colour_bar():
     assert colour_bars(ax.figure)[0]._colorbar.extend == "min"
     ax = heatmap(np.array([[0.0, 0.5]]), title="in range", vmax=1.0)
     assert colour_bars(ax.figure)[0]._colorbar.extend == "neither"
+
+
+def test_unlabelled_rows_and_columns_get_whole_number_ticks():
+    ax = heatmap(np.ones((3, 6)), title="no labels")
+    ax.figure.canvas.draw()
+    for ticks in (ax.get_xticks(), ax.get_yticks()):
+        assert len(ticks) > 1 and all(float(t).is_integer() for t in ticks), ticks
