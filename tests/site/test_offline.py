@@ -112,6 +112,7 @@ def test_a_worked_answer_is_behind_a_toggle_offline(tiny_site, serve, offline_pa
 
 @pytest.mark.parametrize("path", PAGES, ids=[Path(p).stem for p in PAGES])
 def test_site_pages_render_offline(site, serve, offline_page, path):
+    assert (site / path).exists(), f"no page {path} (is it in book/_toc.yml?)"
     page, traffic = offline_page(serve(site) + path)
     check_math(page, traffic)
     check_toggles(page)  # test_site.py checks their number against the notebooks
