@@ -9,6 +9,7 @@ stands without its question. (tests/site checks that the site shows each behind 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -18,6 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 LECTURES = sorted((REPO / "lectures").glob("*.ipynb"))
 
 TRY_IT = "**Try it.**"
+# An exercise starts a paragraph; "a **Try it.** cell asks ..." in a sentence only mentions one.
+EXERCISE = re.compile(r"^\s*\*\*Try it\.\*\*", re.MULTILINE)
 FIRST_LINE = "# Worked answer"
 TAGS = ("worked-answer", "hide-cell")
 COLLAPSED = {"source_hidden": True, "outputs_hidden": True}
@@ -46,10 +49,10 @@ def exercise_problems(nb) -> list[str]:
     problems = []
     cells = nb.cells
     for i, cell in enumerate(cells):
-        if cell.cell_type != "markdown" or TRY_IT not in cell.source:
+        found = EXERCISE.search(cell.source) if cell.cell_type == "markdown" else None
+        if not found:
             continue
-        question = next(line for line in cell.source.splitlines() if TRY_IT in line)
-        question = question[question.index(TRY_IT):][:70]
+        question = cell.source[found.start():].strip().splitlines()[0][:70]
         where = f"cell {i} ({question!r})"
         if not cell.source.lstrip().startswith(TRY_IT):
             problems.append(f"{where}: {TRY_IT} must begin its markdown cell")
@@ -71,7 +74,7 @@ def exercise_problems(nb) -> list[str]:
         j = i - 1
         while j >= 0 and is_worked_answer(cells[j]):
             j -= 1
-        if j < 0 or cells[j].cell_type != "markdown" or TRY_IT not in cells[j].source:
+        if j < 0 or cells[j].cell_type != "markdown" or not EXERCISE.search(cells[j].source):
             problems.append(f"cell {i}: a worked answer with no {TRY_IT} question right before")
     return problems
 
@@ -108,6 +111,12 @@ def test_a_good_exercise_passes(tmp_path):
     second = answer("# Worked answer\n# the same, the long way\nassert sum([2, 2]) == 4")
     nb = round_trip(tmp_path, [question(), answer(), second,
                                nbformat.v4.new_code_cell("print('the lecture goes on')")])
+    assert exercise_problems(nb) == []
+
+
+def test_prose_that_mentions_the_convention_is_no_exercise(tmp_path):
+    intro = nbformat.v4.new_markdown_cell("Each **Try it.** cell asks a question.")
+    nb = round_trip(tmp_path, [intro, nbformat.v4.new_code_cell("x = 1")])
     assert exercise_problems(nb) == []
 
 
