@@ -109,7 +109,6 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
         AssignLatePenalties,
-        CheckCellMetadata,
         ClearHiddenTests,
         ClearOutput,
         DeduplicateIds,
@@ -121,7 +120,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         SaveAutoGrades,
     )
 
-    from grader.preprocessors import ShortTracebacks, StderrIsNotFailure
+    from grader.preprocessors import CheckCellMetadata, ShortTracebacks, StderrIsNotFailure
     from grader.sandbox.execute import LoadExecuted, RestoreCells
 
     c = Config()
