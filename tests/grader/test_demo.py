@@ -19,7 +19,8 @@ def demo(sample_classes):
 def test_demo_covers_every_assignment(demo):
     _, rows = demo
     assert set(rows) == set(SAMPLE_CLASSES) == {
-        "soft_select", "by_hand", "rnn_attention", "self_attention", "transformer"}
+        "soft_select", "by_hand", "rnn_attention", "self_attention", "transformer",
+        "efficient_attention"}
 
 
 @pytest.mark.parametrize("assignment", list(SAMPLE_CLASSES))
