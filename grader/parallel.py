@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 
-from grader.sandbox.execute import Plan
+from grader.sandbox.run import Plan
 
 
 @dataclass
@@ -49,7 +49,7 @@ def fingerprint(folder: Path) -> str:
 def execute(task: Task) -> dict:
     """Execute each notebook of one submission. Returns {"notebooks": {name: executed notebook
     JSON}, "flags": [...], "seconds": wall time, "executed_by": "host:pid"}."""
-    from grader.sandbox.execute import run_notebook
+    from grader.sandbox.run import run_notebook
     from grader.status import unique
 
     start = time.monotonic()

@@ -8,18 +8,8 @@ from nbgrader.nbgraderformat import ValidationError
 from nbgrader.nbgraderformat.common import BaseMetadataValidator
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 from nbgrader.preprocessors import NbGraderPreprocessor
-from nbgrader.utils import is_grade, is_locked, is_solution
 
-
-def is_test_cell(cell) -> bool:
-    """A code cell nbgrader grades that is not an answer: a test (visible or hidden)."""
-    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
-
-
-def is_instructor_cell(cell) -> bool:
-    """A read-only code cell of the instructor's that is neither a test nor an answer."""
-    return (cell.cell_type == "code" and is_locked(cell) and not is_grade(cell)
-            and not is_solution(cell))
+from grader.cells import is_test_cell
 
 
 class StderrIsNotFailure(NbGraderPreprocessor):

@@ -18,6 +18,16 @@ class CheckFailure(AssertionError):
     """A test found a wrong answer; the message is written for the student."""
 
 
+def argmax_index(values: torch.Tensor) -> tuple[int, ...]:
+    """The index of the largest entry, as a tuple. (Not torch.unravel_index: its first call
+    imports PyTorch's symbolic-shape machinery, over a second of CPU in every process.)"""
+    flat, index = int(values.flatten().argmax()), []
+    for size in reversed(values.shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return tuple(reversed(index))
+
+
 def _fmt_index(index) -> str:
     return "[" + ", ".join(str(int(i)) for i in index) + "]"
 
@@ -122,7 +132,7 @@ def differences(actual, expected, atol=None, rtol=None) -> str | None:
     if close.all():
         return None
     error = (actual - expected).abs().masked_fill(close, 0).nan_to_num(nan=float("inf"))
-    where = torch.unravel_index(error.flatten().argmax(), error.shape)
+    where = argmax_index(error)
     e, a = fmt_pair(float(expected[where]), float(actual[where]))
     return (f"is wrong at {int((~close).sum())} of {close.numel()} entries. Largest error "
             f"{float(error[where]):.3g} at index {_fmt_index(where)}: expected {e}, got {a}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from .causes import cause_lines
-from .compare import CheckFailure, _fmt_index, expect_tensor
+from .compare import CheckFailure, _fmt_index, argmax_index, expect_tensor
 
 
 def _non_finite(att, what) -> None:
@@ -39,7 +39,7 @@ def expect_rows_sum_to_one(att, what: str = "attention weights", mask=None) -> N
     ok = (sums - 1).abs() <= tol
     if ok.all():
         return
-    where = torch.unravel_index((sums - 1).abs().flatten().argmax(), sums.shape)
+    where = argmax_index((sums - 1).abs())
     msg = (f"{what}: row {_fmt_index(where)} sums to {float(sums[where]):.6g}, not 1 "
            "(each query's weights over all keys, the last axis, must sum to one).")
     for dim in range(att.dim() - 1):

@@ -1,10 +1,10 @@
 """Our steps in nbgrader's autograde pipeline, and the execution they hand over to.
 
 Grading has three stages (grader/autograde.py): sanitize (nbgrader's own steps plus
-RestoreCells, in the main process), execute (`run_notebook`, in a pool process: the student's
-cells in the sandbox, the tests in the grader's process, see judge.py), record (nbgrader's
-autograde, whose execute step is LoadExecuted: it takes stage 2's outputs and refuses a
-notebook whose cells differ)."""
+RestoreCells, in the main process), execute (run.py's `run_notebook`, in a pool process: the
+student's cells in the sandbox, the tests in the grader's process, see judge.py), record
+(nbgrader's autograde, whose execute step is LoadExecuted: it takes stage 2's outputs and
+refuses a notebook whose cells differ)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,17 @@ import copy
 import functools
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
-from nbgrader.utils import is_solution
 from traitlets import Bool, Dict, Unicode
 
-from grader.preprocessors import is_test_cell
+from grader.cells import is_solution, is_test_cell
 from grader.sandbox import answers
-from grader.sandbox.scan import scan
-from grader.sandbox.session import Limits, confinement
-from grader.status import flag, unique
+from grader.sandbox.run import Plan, run_notebook
+from grader.sandbox.session import Limits
+from grader.status import flag
 
 # Names a student's files may not take: they would shadow the packages the notebook imports.
 PROTECTED = {"grader", "solutions", "torch", "numpy", "IPython", "nbgrader", "math"}
@@ -117,17 +115,6 @@ def _same_visible(cell, ref) -> bool:
     return cell.source.strip() == ref.source.strip()
 
 
-@dataclass
-class Plan:
-    """Everything the execution of one submission needs, as data (it may travel to another
-    host): built from the course in the main process (`plan`), used by `run_notebook`."""
-
-    files: dict[str, bytes]  # the scratch folder: the student's files, the released ones over
-    answers: dict[str, list[str]]  # notebook -> the names its solution cells define
-    limits: dict[str, dict]  # notebook -> Limits fields
-    flags: list[dict] = field(default_factory=list)
-
-
 def plan(course_root: Path, assignment: str, student: str, overrides: dict | None = None) -> Plan:
     root = Path(course_root)
     flags: list[dict] = []
@@ -142,19 +129,6 @@ def plan(course_root: Path, assignment: str, student: str, overrides: dict | Non
         values.update(source.metadata.get("grader", {}).get("limits", {}))  # per assignment
         limits[path.stem] = {k: v for k, v in values.items() if k in Limits.__dataclass_fields__}
     return Plan(files, answers_, limits, flags)
-
-
-def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[dict]:
-    """Execute a sanitized notebook in place (student's cells in the sandbox, tests here);
-    returns its flags."""
-    from grader.sandbox.judge import Judge  # torch: imported by the processes that execute
-
-    flags = [flag("suspicious", why) for cell in nb.cells
-             if cell.cell_type == "code" and not is_test_cell(cell) for why in scan(cell.source)]
-    judge = Judge(plan.files, frozenset(plan.answers.get(name, [])),
-                  Limits(**plan.limits.get(name, {})), True, confinement(unconfined))
-    judge.run(nb)
-    return unique(flags + [f.as_dict() for f in judge.flags])
 
 
 def executed_path(course_root: Path, assignment: str, student: str, notebook: str) -> Path:

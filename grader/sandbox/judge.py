@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 
-from grader.preprocessors import is_instructor_cell, is_test_cell
+from grader.cells import is_instructor_cell, is_test_cell
 from grader.sandbox import answers
 from grader.sandbox.remote import Link, Remote
 from grader.sandbox.session import (

@@ -27,6 +27,17 @@ def test_the_grading_command_never_imports_torch():
     assert json.loads(loaded) == []
 
 
+def test_the_pool_never_imports_nbgrader():
+    # What pool processes are forked from: torch and the judge, not nbgrader's server extensions.
+    loaded = _fresh(
+        "import json, sys\n"
+        "from grader.parallel import PRELOAD\n"
+        "for name in PRELOAD:\n    __import__(name)\n"
+        "print(json.dumps([m for m in ('nbgrader', 'nbconvert', 'jupyter_client') "
+        "if m in sys.modules]))")
+    assert json.loads(loaded) == []
+
+
 def test_notebooks_validate_without_the_iri_grammar():
     # grader/__init__.py keeps jsonschema's optional IRI grammar out of the grader's processes;
     # nbformat must still validate, and still refuse, notebooks.
