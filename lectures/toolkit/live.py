@@ -26,7 +26,9 @@ def live_figure(draw, *controls):
         png = io.BytesIO()
         fig.savefig(png, format="png", bbox_inches="tight")
         plt.close(fig)
-        image.value = png.getvalue()
+        data = png.getvalue()
+        image.width = str(int.from_bytes(data[16:20], "big"))  # the PNG's own width: no stretching
+        image.value = data
 
     for c in controls:
         c.observe(redraw, names="value")

@@ -20,8 +20,10 @@ pytestmark = pytest.mark.slow
 WORK = REPO / "build" / "browser"  # as in conftest.py: below the server's root
 TIMEOUT_MS = 90_000
 
+# Every shown input's prompt is numbered. (A collapsed cell, such as a lecture's worked answer,
+# shows an empty placeholder prompt instead: `.jp-InputArea-prompt` leaves it out.)
 ALL_RAN = """() => {
-  const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+  const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')]
     .map(e => e.textContent);
   return prompts.length > 0 && prompts.every(t => /\\[\\d+\\]/.test(t));
 }"""

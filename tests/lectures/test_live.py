@@ -33,6 +33,24 @@ def test_a_moved_control_redraws_the_figure():
     assert plt.get_fignums() == []  # every drawn figure was closed
 
 
+def test_the_figure_is_shown_at_its_own_size(monkeypatch):
+    shown = []
+    monkeypatch.setattr("lectures.toolkit.live.display", shown.append)
+
+    def draw(w):
+        fig, ax = plt.subplots(figsize=(w, 2), dpi=100)
+        ax.set(title="t", xlabel="x", ylabel="y")
+        return fig
+
+    w = widgets.IntSlider(value=3, min=1, max=9)
+    live_figure(draw, w)
+    image = shown[0].children[-1]
+    narrow = int(image.width)
+    w.value = 6
+    assert bytes(image.value[:4]) == b"\x89PNG" and 250 < narrow < int(image.width) < 650
+    assert plt.get_fignums() == []  # every drawn figure was closed
+
+
 def test_a_moved_control_rewrites_the_text(monkeypatch):
     shown = []
     monkeypatch.setattr("lectures.toolkit.live.display", shown.append)
