@@ -19,19 +19,19 @@ than from the process size (which the allocator and other libraries blur).
 
 from __future__ import annotations
 
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import contextmanager
 
 import numpy as np
 import torch
 from matplotlib.ticker import NullLocator
-from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+
+# Counted the same way the assignments' checks count them (the student edition ships grader, not
+# the lectures' toolkit): aten operations, and the peak of the profiler's allocation records.
+from grader.checks.memory import count_operations, peak_memory  # noqa: F401
 
 
 def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
@@ -132,68 +132,6 @@ def largest_intermediate(fn: Callable[[], object], where: Callable[[tuple], bool
     with mode:
         fn()
     return mode.nbytes, mode.shape
-
-
-class _CountOps(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.count += 1
-        return func(*args, **(kwargs or {}))
-
-
-def count_operations(fn: Callable[[], object]) -> int:
-    """How many aten operations (the kernels PyTorch launches) `fn()` runs.
-
-    A proxy for the number of sequential steps: an RNN's count grows with the sequence length
-    because each step waits for the previous one, while a convolution or an attention layer
-    runs a fixed handful of large operations whatever the length.
-    """
-    mode = _CountOps()
-    with mode:
-        fn()
-    return mode.count
-
-
-@contextmanager
-def _quiet_native_stderr():
-    """Silence what C++ code writes to file descriptor 2 inside the block.
-
-    The profiler's backend (Kineto) logs a 'profiler_start' / 'profiler_stop' line for every
-    profile, which would clutter a notebook; Python exceptions are not affected.
-    """
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(devnull)
-        os.close(saved)
-
-
-def peak_memory(fn: Callable[[], object]) -> int:
-    """The largest number of bytes allocated and not yet freed at any moment during `fn()`.
-
-    Reads the allocation and free records that `torch.profiler` keeps with
-    `profile_memory=True` (CPU activity only, so no GPU is needed), orders them in time and
-    takes the maximum of the running total. Memory allocated before the call is the baseline
-    (zero); what `fn` returns is still alive at the end and therefore counts.
-    """
-    with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU],
-                                         profile_memory=True) as prof:
-        fn()
-    records = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                     if e.name() == "[memory]")
-    alive = peak = 0
-    for _, nbytes in records:
-        alive += nbytes  # an allocation is positive, a free negative
-        peak = max(peak, alive)
-    return peak
 
 
 def power_law_exponent(sizes: Iterable[float], values: Iterable[float]) -> float:
