@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -26,16 +24,10 @@ from pathlib import Path
 import pytest
 
 from grader.course import REPO
+from tests.chromium import CHROMIUM, chromium
 
-CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))
-# Without the background-networking flags chromium keeps trying to reach Google's services,
-# which a closed CI network refuses.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 WORK = REPO / "build" / "browser"  # below the server's root, so JupyterLab can open it
 SHOTS = REPO / "build" / "screenshots"
-TIMEOUT_MS = 90_000  # per step; CI has two cores
 
 # JupyterLab user settings for the test server: no news pop-up, no autosave (a lecture is
 # never written back), and every cell rendered (no virtual scrolling) so locators see them all.
@@ -135,19 +127,8 @@ def lab_url(sample_class, tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser():
     """One headless chromium (Debian's), with a fresh profile, for the whole session."""
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            profile, executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(TIMEOUT_MS)
-        try:
-            yield context
-        finally:
-            context.close()
-            shutil.rmtree(profile, ignore_errors=True)
+    with chromium() as context:
+        yield context
 
 
 @pytest.fixture

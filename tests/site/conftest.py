@@ -10,11 +10,8 @@ that works there works with no network at all.
 from __future__ import annotations
 
 import functools
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -23,18 +20,14 @@ from pathlib import Path
 import pytest
 
 from grader.course import REPO
+from tests.chromium import CHROMIUM, chromium
+
+# As tests/browser, plus a resolver that finds no host but loopback: a second wall behind the
+# route that aborts every request not to the local server.
+HOST_RULES = ("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",)
 
 SITE = REPO / "build" / "site"
 LECTURES = sorted((REPO / "lectures").glob("*.ipynb"))
-
-CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))
-# As tests/browser, plus a resolver that finds no host but loopback: a second wall behind the
-# route that aborts every request not to the local server.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync",
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
-TIMEOUT_MS = 90_000  # per step; CI has two cores
 
 
 def pytest_collection_modifyitems(items):
@@ -98,19 +91,8 @@ def serve():
 @pytest.fixture(scope="module")  # like tests/browser's: one Playwright at a time
 def browser():
     """One headless chromium (Debian's), with a fresh profile, for a test module."""
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            profile, executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(TIMEOUT_MS)
-        try:
-            yield context
-        finally:
-            context.close()
-            shutil.rmtree(profile, ignore_errors=True)
+    with chromium(HOST_RULES) as context:
+        yield context
 
 
 @dataclass
