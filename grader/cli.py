@@ -92,7 +92,9 @@ def cmd_report(args) -> int:
 def cmd_export(args) -> int:
     from grader.export import export
 
-    print(f"grades written to {export(_course(args), Path(args.to))}")
+    roster = Path(args.roster) if args.roster else None
+    to = export(_course(args), Path(args.to), args.format, roster)
+    print(f"grades written to {to} ({args.format} format)")
     return 0
 
 
@@ -163,8 +165,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--feedback", help="folder of STUDENT.html feedback pages to link to")
     s.set_defaults(run=cmd_report)
 
-    s = sub.add_parser("export", help="grades as CSV (nbgrader's format)")
+    s = sub.add_parser("export", help="grades as CSV: nbgrader's format, or for Canvas or Moodle")
+    s.add_argument("--format", choices=("nbgrader", "canvas", "moodle"), default="nbgrader",
+                   help="nbgrader: one row per student and assignment (default); canvas: "
+                        "for Canvas's Grades > Import; moodle: for Moodle's Import > CSV file")
     s.add_argument("--to", default="grades.csv")
+    s.add_argument("--roster", help="(canvas) a gradebook CSV exported from Canvas: students "
+                                    "are matched on SIS Login ID, SIS User ID or ID")
     s.set_defaults(run=cmd_export)
 
     s = sub.add_parser("check", help="(students) run a notebook's visible tests")

@@ -1,0 +1,197 @@
+"""Grades exported for an LMS: Canvas's Gradebook import and Moodle's CSV grade import.
+
+The formats followed:
+- Canvas, "How do I import grades in the Gradebook?":
+  https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807
+  (leading columns Student, ID, SIS User ID, SIS Login ID, Section; a "Points Possible" row).
+- Moodle, "Grade import" (CSV grade import, "Map from" / "Map to"):
+  https://docs.moodle.org/en/Grade_import
+
+The gradebook is built directly through nbgrader's API (no notebook is executed): three
+students, two assignments, one late submission, one missing submission.
+"""
+
+import csv
+import shutil
+from datetime import datetime
+
+import pytest
+from nbgrader.api import Gradebook
+
+from grader.cli import main
+from grader.course import COURSE_ID, Course, setup_process
+from grader.export import FORMATS, export
+
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+ASSIGNMENTS = {"soft_select": [2, 3], "self_attention": [10]}  # grade cells' points
+
+
+def grade(gb, assignment, student, scores, late_penalty=0.0):
+    submission = gb.add_submission(assignment, student, timestamp="2026-01-01 12:00:00")
+    notebook = submission.notebooks[0]
+    for cell_grade, score in zip(sorted(notebook.grades, key=lambda g: g.name), scores,
+                                 strict=True):
+        cell_grade.auto_score = score
+    notebook.late_submission_penalty = late_penalty
+    gb.db.commit()
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Course:
+    """Read-only for the tests (creating a gradebook costs seconds: nbgrader asks alembic)."""
+    setup_process()
+    course = Course(tmp_path_factory.mktemp("lms") / "course")
+    course.root.mkdir()
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        for day, (name, cells) in enumerate(ASSIGNMENTS.items(), start=1):
+            gb.add_assignment(name, duedate=datetime(2026, 1, day))
+            gb.add_notebook(name, name)
+            for i, points in enumerate(cells):
+                gb.add_grade_cell(f"test_{i}", name, name, max_score=points, cell_type="code")
+        gb.add_student("alice", first_name="Alice", last_name="Liddell",
+                       email="alice@example.org")
+        gb.add_student("bob")  # neither name nor email known
+        gb.add_student("carol", first_name="Carol", last_name="Danvers",
+                       email="carol@example.org")
+        grade(gb, "soft_select", "alice", [1.1, 2.2])  # 3.3000000000000003 in floats
+        grade(gb, "self_attention", "alice", [10], late_penalty=2)
+        grade(gb, "soft_select", "bob", [0, 0])
+        grade(gb, "soft_select", "carol", [2, 1 / 3])
+        # carol and bob never submitted self_attention
+    return course
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return list(csv.reader(f))
+
+
+def by_first_column(rows, column):
+    return {row[column]: row for row in rows}
+
+
+def write_roster(path, rows):
+    """A roster shaped like Canvas's gradebook export, with its extra rows and columns."""
+    header = [*CANVAS_COLUMNS, "Quiz 1 (1234)", "Current Score"]
+    with open(path, "w", newline="", encoding="utf-8-sig") as f:
+        out = csv.writer(f)
+        out.writerow(header)
+        out.writerow(["    Points Possible", "", "", "", "", "5", "(read only)"])
+        for row in rows:
+            out.writerow([*row, "4", "80"])
+        out.writerow(["Student, Test", "999", "", "", "Section A", "", ""])
+    return path
+
+
+def test_canvas_without_roster(course, tmp_path):
+    rows = read(export(course, tmp_path / "canvas.csv", "canvas"))
+    assert rows[0] == [*CANVAS_COLUMNS, "soft_select", "self_attention"]
+    assert rows[1] == ["Points Possible", "", "", "", "", "5", "10"]
+    students = by_first_column(rows[2:], 3)  # by SIS Login ID: the nbgrader id
+    assert set(students) == {"alice", "bob", "carol"}
+    # late penalty subtracted; no float noise; two decimals at most
+    assert students["alice"] == ["Liddell, Alice", "", "", "alice", "", "3.3", "8"]
+    assert students["carol"] == ["Danvers, Carol", "", "", "carol", "", "2.33", ""]
+    # a 0 that nbgrader gave stays 0; a missing submission is an empty cell
+    assert students["bob"] == ["bob", "", "", "bob", "", "0", ""]
+
+
+def test_canvas_scores_are_nbgraders_own_export(course, tmp_path):
+    ours = by_first_column(read(export(course, tmp_path / "canvas.csv", "canvas"))[2:], 3)
+    header = read(tmp_path / "canvas.csv")[0]
+    with open(export(course, tmp_path / "nbgrader.csv")) as f:
+        nbgrader_rows = list(csv.DictReader(f))
+    submitted = [r for r in nbgrader_rows if r["timestamp"]]
+    assert len(submitted) == 4
+    for row in submitted:
+        cell = ours[row["student_id"]][header.index(row["assignment"])]
+        assert float(cell) == round(float(row["score"]), 2)
+
+
+def test_canvas_with_roster(course, tmp_path):
+    roster = write_roster(tmp_path / "roster.csv", [
+        ["Liddell, Alice", "101", "S0001", "alice", "Section A"],
+        ["Doe, Bob", "102", "bob", "bob@uni.example", "Section B"],  # on SIS User ID
+        ["Danvers, Carol", "103", "S0003", "carol", "Section A"],
+        ["Dropped, Dave", "104", "S0004", "dave", "Section B"],  # nothing in nbgrader
+    ])
+    rows = read(export(course, tmp_path / "canvas.csv", "canvas", roster))
+    assert rows[0] == [*CANVAS_COLUMNS, "soft_select", "self_attention"]
+    assert rows[1][0] == "Points Possible"
+    assert rows[2:] == [  # the roster's rows, in its order; its Test Student too, ungraded
+        ["Liddell, Alice", "101", "S0001", "alice", "Section A", "3.3", "8"],
+        ["Doe, Bob", "102", "bob", "bob@uni.example", "Section B", "0", ""],
+        ["Danvers, Carol", "103", "S0003", "carol", "Section A", "2.33", ""],
+        ["Dropped, Dave", "104", "S0004", "dave", "Section B", "", ""],
+        ["Student, Test", "999", "", "", "Section A", "", ""],
+    ]
+
+
+def test_canvas_roster_missing_a_graded_student_is_an_error(course, tmp_path):
+    roster = write_roster(tmp_path / "roster.csv", [
+        ["Liddell, Alice", "101", "S0001", "alice", "Section A"],
+        ["Danvers, Carol", "103", "S0003", "carol", "Section A"],
+    ])
+    with pytest.raises(ValueError, match=r"roster .*roster\.csv has no row .* bob \(") as e:
+        export(course, tmp_path / "canvas.csv", "canvas", roster)
+    assert "alice" not in str(e.value).split("student(s)")[1]
+    assert not (tmp_path / "canvas.csv").exists(), "nothing written when a student is missing"
+
+
+def test_canvas_roster_must_be_a_canvas_export(course, tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,Section\nLiddell,101,S0001,A\n")
+    with pytest.raises(ValueError, match=r"roster\.csv: no column SIS Login ID"):
+        export(course, tmp_path / "canvas.csv", "canvas", roster)
+
+
+def test_moodle(course, tmp_path):
+    rows = read(export(course, tmp_path / "moodle.csv", "moodle"))
+    assert rows[0] == ["Username", "Email address", "soft_select", "self_attention"]
+    assert by_first_column(rows[1:], 0) == {
+        "alice": ["alice", "alice@example.org", "3.3", "8"],
+        "bob": ["bob", "", "0", ""],
+        "carol": ["carol", "carol@example.org", "2.33", ""],
+    }
+
+
+def test_moodle_without_emails_maps_on_username_alone(course, tmp_path):
+    copy = Course(tmp_path / "course")
+    copy.root.mkdir()
+    shutil.copy(course.root / "gradebook.db", copy.root / "gradebook.db")
+    with Gradebook(copy.db_url, COURSE_ID) as gb:
+        for student in gb.students:
+            student.email = None
+        gb.db.commit()
+    rows = read(export(copy, tmp_path / "moodle.csv", "moodle"))
+    assert rows[0] == ["Username", "soft_select", "self_attention"]
+    assert sorted(rows[1:]) == [["alice", "3.3", "8"], ["bob", "0", ""], ["carol", "2.33", ""]]
+
+
+def test_a_roster_is_for_canvas_only(course, tmp_path):
+    with pytest.raises(ValueError, match="canvas"):
+        export(course, tmp_path / "moodle.csv", "moodle", tmp_path / "roster.csv")
+
+
+def test_cli_exports_for_canvas(course, tmp_path, capsys):
+    to = tmp_path / "out" / "canvas.csv"
+    assert main(["--course", str(course.root), "export", "--format", "canvas",
+                 "--to", str(to)]) == 0
+    assert str(to) in capsys.readouterr().out
+    assert read(to)[0] == [*CANVAS_COLUMNS, "soft_select", "self_attention"]
+
+    assert main(["--course", str(course.root), "export", "--format", "canvas", "--to", str(to),
+                 "--roster", str(tmp_path / "no_roster.csv")]) == 2
+    assert "no_roster.csv" in capsys.readouterr().err
+
+    # the default is still nbgrader's own format
+    assert main(["--course", str(course.root), "export", "--to", str(tmp_path / "g.csv")]) == 0
+    assert read(tmp_path / "g.csv")[0][:4] == ["assignment", "duedate", "timestamp", "student_id"]
+
+
+def test_cli_offers_every_format():
+    from grader.cli import parser
+
+    export_parser = parser()._subparsers._group_actions[0].choices["export"]
+    formats = next(a for a in export_parser._actions if a.dest == "format")
+    assert tuple(formats.choices) == FORMATS
