@@ -75,11 +75,26 @@ def _is_released(course: Course, assignment: str) -> bool:
             return False
 
 
-def autograde(course: Course, assignment: str, submissions: Path, progress=print,
+def collected_submissions(course: Course, assignment: str) -> dict[str, Path | str]:
+    """{student: their copy in course.submitted, or why it cannot be graded}, for what
+    `python -m grader collect` took in from the exchange (grader.collect)."""
+    from grader.collect import load_record
+
+    students = load_record(course, assignment)["students"]
+    if not students:
+        raise FileNotFoundError(f"nothing of {assignment} was collected into {course.root}: run "
+                                f"`python -m grader collect {assignment}` first")
+    return {student: taken.get("error") or course.submitted / student / assignment
+            for student, taken in sorted(students.items())}
+
+
+def autograde(course: Course, assignment: str, submissions: Path | None, progress=print,
               limits: dict | None = None, workers: int | None = None,
               scheduler: str | None = None, force: bool = False,
               unconfined: bool = False) -> list[Result]:
     """Grade every student in `submissions`; returns one Result per student folder.
+    submissions=None: grade what was collected from the exchange (`grader collect`), taken in
+    already, with the time the exchange gave it.
 
     Three stages, each handing the next an explicit value: (1) here, intake copies the folder
     into the course and nbgrader's sanitizing steps make each notebook safe (`prepare`);
@@ -93,7 +108,13 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
     from grader.sandbox.session import confinement
 
     confinement(unconfined)  # no sandbox and not --unconfined: refuse before grading anyone
-    found = find_submissions(Path(submissions), assignment)
+    if submissions is None:
+        from grader.collect import load_record
+
+        found = collected_submissions(course, assignment)
+        taken = load_record(course, assignment)["students"]
+    else:
+        found, taken = find_submissions(Path(submissions), assignment), {}
     if not _is_released(course, assignment):
         progress(f"{assignment} was not released yet: releasing it first")
         release(course, assignment)
@@ -116,7 +137,7 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
                                       **_scores(course, assignment, student))
             continue
         task, error, flags[student] = prepare(course, assignment, student, folder, limits,
-                                              unconfined)
+                                              unconfined, taken.get(student))
         if error:
             results[student] = _error_result(course, assignment, student, error,
                                              flags[student])
@@ -229,14 +250,21 @@ def autograde(course: Course, assignment: str, submissions: Path, progress=print
 
 
 def prepare(course: Course, assignment: str, student: str, folder: Path,
-            limits: dict | None, unconfined: bool) -> tuple[Task | None, str | None, list]:
+            limits: dict | None, unconfined: bool,
+            collected: dict | None = None) -> tuple[Task | None, str | None, list]:
     """Stage 1 for one student: intake, then nbgrader's sanitizing steps. Returns (the task
-    for stage 2, or None and why the submission cannot be graded; the flags so far)."""
+    for stage 2, or None and why the submission cannot be graded; the flags so far).
+    collected: the collect's record of a submission it took in already (grader.collect)."""
     from grader.sandbox.execute import plan
     from grader.sanitize import sanitize
 
     try:
-        error, flags = _copy_and_check(course, assignment, student, folder)
+        if collected is None:
+            error, flags = _copy_and_check(course, assignment, student, folder)
+        else:
+            error, more = intake.check_notebooks(course, assignment, folder, folder,
+                                                 collected.get("left_out", {}))
+            flags = collected.get("flags", []) + more
         if error:
             return None, error, flags
         notebooks, more = sanitize(course, assignment, student)

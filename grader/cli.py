@@ -1,9 +1,11 @@
-"""`python -m grader`: release, autograde, feedback, report, export, check, demo, lab."""
+"""`python -m grader`: release, collect, autograde, feedback, report, export, check, demo, lab,
+hub."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from pathlib import Path
@@ -12,18 +14,57 @@ from grader.course import DEFAULT_COURSE, Course
 
 
 def _course(args) -> Course:
-    course = Course(Path(args.course).resolve()) if args.course else DEFAULT_COURSE
+    """The course named by --course/--exchange, else by $GRADER_COURSE/$GRADER_EXCHANGE (set in
+    the instructor's server on the hub), else build/course."""
+    root = args.course or os.environ.get("GRADER_COURSE")
+    course = Course(Path(root).resolve()) if root else DEFAULT_COURSE
+    if (course.root / "source").is_dir():  # a course with its own copy of the sources (hub)
+        course = dataclasses.replace(course, source=(course.root / "source").resolve())
+    exchange = getattr(args, "exchange", None) or os.environ.get("GRADER_EXCHANGE")
+    if exchange:
+        course = dataclasses.replace(course, shared_exchange=Path(exchange))
     if getattr(args, "db", None):
         course = dataclasses.replace(course, db=args.db)
     return course
 
 
 def cmd_release(args) -> int:
-    from grader.release import release
+    from grader.release import publish, release
 
     course = _course(args)
     for assignment in args.assignments or course.assignments():
-        print(f"{assignment}: released to {release(course, assignment)}")
+        print(f"{assignment}: student version in {release(course, assignment, due=args.due)}")
+        if args.publish:
+            print(f"{assignment}: published to {publish(course, assignment)}, where "
+                  "students fetch it")
+    return 0
+
+
+def _due(text: str):
+    """'2026-12-01 17:00' or an ISO date and time with a zone; a time without one is UTC."""
+    from datetime import UTC, datetime
+
+    try:
+        due = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date and time like 2026-12-01 17:00 or 2026-12-01T17:00+01:00"
+        ) from None
+    return due.replace(tzinfo=UTC) if due.tzinfo is None else due
+
+
+def cmd_collect(args) -> int:
+    from grader.collect import collect
+
+    record = collect(_course(args), args.assignment)
+    for student, taken in sorted(record["students"].items()):
+        line = taken.get("error") or f"submitted {taken['time']} ({taken['folder']})"
+        flags = f"  [{len(taken['flags'])} file(s) left out]" if taken.get("flags") else ""
+        print(f"  {student:<12} {line}{flags}")
+    for refused in record["refused"]:
+        print(f"  REFUSED {refused['folder']}: it {refused['why']}")
+    print(f"{len(record['students'])} submission(s) collected; "
+          f"{len(record['refused'])} refused.")
     return 0
 
 
@@ -41,10 +82,12 @@ def cmd_autograde(args) -> int:
     except IsolationUnavailable as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"Autograding {args.assignment} from {args.submissions}")
+    submissions = Path(args.submissions) if args.submissions else None
+    print(f"Autograding {args.assignment} from "
+          f"{submissions or 'what was collected from the exchange'}")
     print(f"  isolation: {confined.describe()}")
     start = time.monotonic()
-    results = autograde(_course(args), args.assignment, Path(args.submissions), limits=limits,
+    results = autograde(_course(args), args.assignment, submissions, limits=limits,
                         workers=args.workers, scheduler=args.scheduler, force=args.force,
                         unconfined=args.unconfined)
     errors = [r for r in results if r.error]
@@ -73,11 +116,21 @@ def _bytes(text: str) -> int:
 def cmd_feedback(args) -> int:
     from grader.feedback import feedback
 
-    pages = feedback(_course(args), args.assignment, to=Path(args.to) if args.to else None)
+    course = _course(args)
+    pages = feedback(course, args.assignment, to=Path(args.to) if args.to else None)
     for student, result in pages.items():
         where = result if isinstance(result, str) else ", ".join(str(p) for p in result)
         print(f"  {student:<12} {where}")
-    return 1 if any(isinstance(r, str) for r in pages.values()) else 0
+    failed = any(isinstance(r, str) for r in pages.values())
+    if args.publish:
+        from grader.feedback import publish_feedback
+
+        for student, why in publish_feedback(course, args.assignment).items():
+            print(f"  {student:<12} {'published' if why is None else 'NOT published: ' + why}")
+            failed = failed or why is not None
+        print(f"feedback in the exchange ({course.exchange}): each student fetches their own "
+              "from the assignment list")
+    return 1 if failed else 0
 
 
 def cmd_report(args) -> int:
@@ -128,16 +181,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--course", help="nbgrader course directory (default: build/course)")
     p.add_argument("--db", help="gradebook database URL, e.g. postgresql://user@host/grades "
                                 "(default: sqlite in the course directory)")
+    p.add_argument("--exchange", help="nbgrader exchange shared with the students (on a hub; "
+                                      "default: $GRADER_EXCHANGE, else one inside the course)")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("release", help="make student versions of assignments")
     s.add_argument("assignments", nargs="*", help="default: every assignment")
+    s.add_argument("--due", type=_due, help="due date, e.g. '2026-12-01 17:00' (UTC unless a "
+                                            "zone is given); later submissions are marked late")
+    s.add_argument("--publish", action="store_true",
+                   help="also put it in the exchange, where students fetch it")
     s.set_defaults(run=cmd_release)
+
+    s = sub.add_parser("collect", help="take the latest submissions in from the exchange")
+    s.add_argument("assignment")
+    s.set_defaults(run=cmd_collect)
 
     s = sub.add_parser("autograde", help="grade submitted notebooks")
     s.add_argument("assignment")
-    s.add_argument("--submissions", required=True,
-                   help="folder laid out as STUDENT/ASSIGNMENT/NOTEBOOK.ipynb")
+    s.add_argument("--submissions",
+                   help="folder laid out as STUDENT/ASSIGNMENT/NOTEBOOK.ipynb (default: what "
+                        "`collect` took in from the exchange)")
     s.add_argument("--cell-timeout", type=float,
                    help="seconds one cell may run (default 120, or the assignment's own)")
     s.add_argument("--notebook-timeout", type=float,
@@ -157,6 +221,8 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("feedback", help="feedback HTML for autograded students")
     s.add_argument("assignment")
     s.add_argument("--to", help="also copy the pages here as STUDENT.html")
+    s.add_argument("--publish", action="store_true",
+                   help="also put them in the exchange, where each student fetches their own")
     s.set_defaults(run=cmd_feedback)
 
     s = sub.add_parser("report", help="(instructors) one HTML page on how the class did")

@@ -50,6 +50,8 @@ class Course:
     root: Path
     source: Path = REPO / "assignments"
     db: str | None = None  # a database URL for the gradebook; default: SQLite in root
+    # nbgrader's exchange, shared with the students (on a hub); default: one inside root
+    shared_exchange: Path | None = None
 
     @property
     def release(self) -> Path:
@@ -69,9 +71,9 @@ class Course:
 
     @property
     def exchange(self) -> Path:
-        # A writable exchange inside the course, so nbgrader never reaches for
-        # /usr/local/share/nbgrader/exchange.
-        return self.root / "exchange"
+        # Without a shared one, a writable exchange inside the course, so nbgrader never
+        # reaches for /usr/local/share/nbgrader/exchange.
+        return self.shared_exchange or self.root / "exchange"
 
     @property
     def has_gradebook(self) -> bool:
@@ -84,7 +86,8 @@ class Course:
     def prepare(self) -> Course:
         """Create the directory skeleton and link `source` to the assignments."""
         self.root.mkdir(parents=True, exist_ok=True)
-        self.exchange.mkdir(exist_ok=True)
+        if self.shared_exchange is None:
+            self.exchange.mkdir(exist_ok=True)
         link = self.root / "source"
         if link.is_symlink() and link.resolve() != self.source.resolve():
             link.unlink()
@@ -128,6 +131,8 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.db_url = course.db_url
     c.Exchange.root = str(course.exchange)
+    # Collect trusts the file system, not the student, for who submitted and when.
+    c.ExchangeFactory.collect = "grader.collect.VerifiedCollect"
     c.NbGraderAPI.log_level = "ERROR"
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     c.Execute.timeout = cell_timeout

@@ -112,3 +112,18 @@ def _write_replacing(target: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def publish_feedback(course: Course, assignment: str) -> dict[str, str | None]:
+    """Put the generated pages in the exchange (nbgrader's release_feedback), one student at a
+    time so that one odd submission (its secret file deleted, say) never stops the others:
+    {student: None, or why theirs was not published}. Each student's server fetches only the
+    pages of their own submissions (named by a hash of the secret their submission carried)."""
+    api = api_for(course)
+    published: dict[str, str | None] = {}
+    for student in _autograded_students(course, assignment):
+        result = api.release_feedback(assignment, student)
+        published[student] = None if result.get("success") else reason(result)
+        if published[student]:
+            log.warning("feedback for %s not published: %s", student, published[student])
+    return published

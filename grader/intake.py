@@ -17,6 +17,7 @@ import errno
 import hashlib
 import logging
 import os
+import pwd
 import re
 import shutil
 import stat
@@ -179,8 +180,12 @@ def _too_deep(student, rel, limits) -> str:
 # ----- copying one submission ---------------------------------------------------------------
 
 def take_in(course: Course, assignment: str, student: str, folder: Path,
-            limits: Limits = LIMITS, now: datetime | None = None) -> Intake:
+            limits: Limits = LIMITS, now: datetime | None = None,
+            owner: int | None = None) -> Intake:
     """Copy `folder` (submissions/STUDENT/ASSIGNMENT) into the course by content.
+
+    now: the submission's time (default: this moment). owner: the uid every file must belong
+    to (a submission collected from a shared exchange); anything else is left out.
 
     Raises IntakeError when the submission breaks the limits or its folders are links; the
     copy from an earlier run is then removed (the original submission is never touched).
@@ -196,7 +201,7 @@ def take_in(course: Course, assignment: str, student: str, folder: Path,
         staging.mkdir()
         src = _open_submission(folder, student)
         pages = {f"{name}.html" for name in course.notebooks(assignment)}
-        copier = _Copier(student, limits, intake, pages)
+        copier = _Copier(student, limits, intake, pages, owner)
         try:
             copier.copy_tree(src, staging, "", 0)
         finally:
@@ -235,8 +240,9 @@ def _open_submission(folder: Path, student: str) -> int:
 class _Copier:
     """Copies a folder tree by content through directory fds, within the limits."""
 
-    def __init__(self, student: str, limits: Limits, intake: Intake, pages: set[str]):
-        self.student, self.limits, self.intake = student, limits, intake
+    def __init__(self, student: str, limits: Limits, intake: Intake, pages: set[str],
+                 owner: int | None = None):
+        self.student, self.limits, self.intake, self.owner = student, limits, intake, owner
         self.pages = pages  # names of the feedback pages the grader writes (NOTEBOOK.html)
         self.names: dict[tuple[int, int], list[str]] = {}  # inode -> its names in the copy
         self.nlink: dict[tuple[int, int], int] = {}
@@ -254,7 +260,9 @@ class _Copier:
             name = entry.name
             path = f"{rel}{name}"
             st = entry.stat(follow_symlinks=False)
-            if stat.S_ISLNK(st.st_mode):
+            if self.owner is not None and st.st_uid != self.owner:
+                self.leave_out(path, f"belongs to {user_name(st.st_uid)}, not to the student")
+            elif stat.S_ISLNK(st.st_mode):
                 target = os.readlink(name, dir_fd=dir_fd)
                 self.leave_out(path, f"is a symbolic link to {target}")
             elif stat.S_ISDIR(st.st_mode):
@@ -331,6 +339,14 @@ class _Copier:
                                         f"({self.nlink[key]} names, {len(rels)} of them in it)")
 
 
+def user_name(uid: int) -> str:
+    """The login name of `uid`, or "uid N" when it has none."""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
@@ -400,23 +416,29 @@ def admit(course: Course, assignment: str, student: str, folder: Path,
         log.warning("%s: %s", student, e)
         return str(e), []
     flags = list(intake.flags) if intake.left_out else []
+    error, more = check_notebooks(course, assignment, folder, intake.folder, intake.left_out)
+    return error, flags + more
+
+
+def check_notebooks(course: Course, assignment: str, folder: Path, copy: Path,
+                    left_out: dict[str, str]) -> tuple[str | None, list[dict]]:
+    """Check the notebooks of a submission taken in at `copy` (from `folder`): (None when it
+    can be graded, else the reason; flags for notebooks the assignment does not have)."""
     expected = course.notebooks(assignment)
     for name in (f"{n}.ipynb" for n in expected):
-        if name in intake.left_out:  # the notebook itself was a link, a FIFO, ...
-            return (f"{name} {intake.left_out[name]}: not graded; hand in the notebook file "
-                    "itself"), flags
-    copy = intake.folder
+        if name in left_out:  # the notebook itself was a link, a FIFO, ...
+            return (f"{name} {left_out[name]}: not graded; hand in the notebook file "
+                    "itself"), []
     error = unreadable_notebooks(copy, expected)
     if error:
-        return error, flags
+        return error, []
     present = {p.stem for p in copy.glob("*.ipynb")}
     missing = [n for n in expected if n not in present]
     if missing:
         return (f"no {', '.join(n + '.ipynb' for n in missing)} in {folder} (found: "
-                f"{', '.join(sorted(p + '.ipynb' for p in present))}); was it renamed?"), flags
-    flags += [flag("extra", f"extra notebook {n}.ipynb was not graded")
-              for n in sorted(present - set(expected))]
-    return None, flags
+                f"{', '.join(sorted(p + '.ipynb' for p in present))}); was it renamed?"), []
+    return None, [flag("extra", f"extra notebook {n}.ipynb was not graded")
+                  for n in sorted(present - set(expected))]
 
 
 # ----- reading the grader's own files back ---------------------------------------------------

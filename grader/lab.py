@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -43,8 +42,7 @@ def release_for_students(course: Course = DEFAULT_COURSE) -> list[str]:
     than its source notebooks, and publish it to the course's exchange, where the assignment
     list finds it; return the names released."""
     from grader.course import COURSE_ID, setup_process
-    from grader.nbgrader_api import api_for, ok
-    from grader.release import release
+    from grader.release import publish, release
 
     setup_process()
     released = []
@@ -55,10 +53,10 @@ def release_for_students(course: Course = DEFAULT_COURSE) -> list[str]:
         if len(copies) < len(sources) or (
                 min(p.stat().st_mtime for p in copies) < max(p.stat().st_mtime for p in sources)):
             release(course, assignment)
-            shutil.rmtree(outbound, ignore_errors=True)
             released.append(assignment)
-        if not outbound.exists():
-            ok(api_for(course).release_assignment(assignment), f"publishing {assignment}")
+            publish(course, assignment)
+        elif not outbound.exists():
+            publish(course, assignment)
     return released
 
 
