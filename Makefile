@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
-.PHONY: site browser-test screenshots sandbox-tools bench-curve
+.PHONY: site browser-test screenshots sandbox-tools bench-curve hub hub-tools
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,9 +32,28 @@ sandbox-tools:
 demo: $(STAMP) sandbox-tools
 	$(BIN)/python -m grader demo
 
+## The course on JupyterHub on this machine (root): an instructor and demo students as Unix
+## users (printed with their passwords), nbgrader's exchange between them; http://127.0.0.1:8000.
+## See README, "Running a course". Debian packages it needs: acl (setfacl), npm (the proxy),
+## python3.11-venv (the servers' Python).
+hub-tools:
+	@missing=""; command -v setfacl >/dev/null || missing="$$missing acl"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
+	/usr/bin/python3.11 -m venv --help >/dev/null 2>&1 && /usr/bin/python3.11 -c 'import ensurepip' \
+	  2>/dev/null || missing="$$missing python3.11-venv"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing$$missing for the hub..."; export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -qq $$missing >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; }; \
+	  else echo "The hub needs:$$missing (sudo apt-get install$$missing)"; exit 1; fi; fi
+
+hub: $(STAMP) sandbox-tools hub-tools
+	$(BIN)/python -m grader hub
+
 ## Lint, then every test (CI runs this through .ci/run). Each lecture executes once a run, and
 ## the demo's sample classes are graded once (shared); the summary at the end counts both.
-test: $(STAMP) sandbox-tools
+test: $(STAMP) sandbox-tools hub-tools
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 

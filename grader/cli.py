@@ -176,6 +176,27 @@ def cmd_lab(args) -> int:
     return lab(_course(args), args.jupyter_args)
 
 
+def cmd_hub(args) -> int:
+    from grader.hub import command, install
+    from grader.hub.layout import Hub
+
+    hub = Hub(root=Path(args.root), instructor=args.instructor,
+              students=tuple(s for s in args.students.split(",") if s), port=args.port)
+    print(f"Setting up the course hub in {hub.root} (first time: a few minutes)...", flush=True)
+    accounts = install(hub)
+    print(f"\nThe course hub: {hub.url}  (accounts also in {hub.accounts_file})")
+    for user, password in accounts.items():
+        role = "instructor" if user == hub.instructor else "student"
+        print(f"  {role:<10}  user {user:<12} password {password}")
+    if args.setup_only:
+        return 0
+    cmd, env = command(hub)
+    print("Ctrl-C stops the hub and every server.", flush=True)
+    os.chdir(hub.state)
+    os.execve(cmd[0], cmd, env)
+    return 0  # not reached
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     p.add_argument("--course", help="nbgrader course directory (default: build/course)")
@@ -251,6 +272,16 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("lab", help="JupyterLab with nbgrader's extension on the course "
                        "(other options go to `jupyter lab`)")
     s.set_defaults(run=cmd_lab)
+
+    s = sub.add_parser("hub", help="(root) the course on JupyterHub on this machine: Unix users, "
+                                   "accounts, nbgrader's exchange (make hub)")
+    s.add_argument("--root", default="/srv/attention-course", help="where the hub lives")
+    s.add_argument("--port", type=int, default=8000, help="on 127.0.0.1 (default 8000)")
+    s.add_argument("--instructor", default="instructor", help="the instructor's user name")
+    s.add_argument("--students", default="alice,bob,carol",
+                   help="the demo students' user names, comma-separated")
+    s.add_argument("--setup-only", action="store_true", help="set up, do not start the hub")
+    s.set_defaults(run=cmd_hub)
     return p
 
 

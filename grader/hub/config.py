@@ -1,0 +1,78 @@
+"""The Jupyter and nbgrader configuration of the two kinds of server on the hub.
+
+Both run from the same runtime (grader.hub.runtime); each gets its own folder on
+JUPYTER_CONFIG_PATH, which comes before the runtime's own configuration:
+  - student: the assignment list (fetch, validate, submit, fetch feedback); no formgrader, no
+    course list, no create-assignment toolbar;
+  - instructor: everything of nbgrader's, with the course of grader.course (our pipeline and
+    the collect that trusts the file system) on the shared exchange.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grader.course import COURSE_ID
+from grader.hub.layout import Hub
+
+STUDENT_NBGRADER = '''\
+# Written by `python -m grader hub`: a student's server.
+import os
+
+c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = {course_id!r}
+c.Exchange.root = {exchange!r}
+c.Exchange.assignment_dir = os.path.expanduser("~")
+# Submissions readable by the student and the instructor's group only (grader/submit.py).
+c.ExchangeFactory.submit = "grader.submit.PrivateSubmit"
+'''
+
+INSTRUCTOR_NBGRADER = '''\
+# Written by `python -m grader hub`: the instructor's server (grader comes from {lib}).
+from pathlib import Path
+
+from grader.course import Course, nbgrader_config
+
+c = get_config()  # noqa: F821
+c.merge(nbgrader_config(Course(Path({course!r}), shared_exchange=Path({exchange!r}))))
+'''
+
+NBGRADER_EXTENSIONS = ("formgrader", "course_list", "assignment_list", "validate_assignment")
+STUDENT_HIDDEN_PLUGINS = ("formgrader", "course-list", "create-assignment")
+
+
+def write_role_configs(hub: Hub) -> None:
+    student, instructor = hub.config("student"), hub.config("instructor")
+    allowed = {"student": ("assignment_list", "validate_assignment"),
+               "instructor": NBGRADER_EXTENSIONS}
+    for role, folder in (("student", student), ("instructor", instructor)):
+        (folder / "labconfig").mkdir(parents=True, exist_ok=True)
+        server = {"ServerApp": {"jpserver_extensions": {
+            f"nbgrader.server_extensions.{ext}": ext in allowed[role]
+            for ext in NBGRADER_EXTENSIONS}}}
+        _write(folder / "jupyter_server_config.json", json.dumps(server, indent=1))
+        hidden = STUDENT_HIDDEN_PLUGINS if role == "student" else ()
+        page = {"disabledExtensions": {f"@jupyter/nbgrader:{p}": True for p in hidden}}
+        _write(folder / "labconfig" / "page_config.json", json.dumps(page, indent=1))
+    _write(student / "nbgrader_config.py", STUDENT_NBGRADER.format(
+        course_id=COURSE_ID, exchange=str(hub.exchange)))
+    _write(instructor / "nbgrader_config.py", INSTRUCTOR_NBGRADER.format(
+        lib=hub.lib, course=str(hub.course), exchange=str(hub.exchange)))
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o644)
+
+
+def server_environment(hub: Hub, user: str) -> dict[str, str]:
+    """The environment of `user`'s server (the spawner adds HOME, USER, SHELL)."""
+    env = {"PATH": f"{hub.env / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+           "JUPYTER_PLATFORM_DIRS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    if user == hub.instructor:
+        env.update(JUPYTER_CONFIG_PATH=str(hub.config("instructor")), PYTHONPATH=str(hub.lib),
+                   GRADER_COURSE=str(hub.course), GRADER_EXCHANGE=str(hub.exchange))
+    else:
+        env.update(JUPYTER_CONFIG_PATH=str(hub.config("student")))
+    return env

@@ -1,0 +1,45 @@
+"""JupyterHub's configuration for the course hub (`python -m grader hub` starts JupyterHub with
+this file and COURSE_HUB_ROOT). What to change for a real term: README, "Running a course"."""
+
+import os
+from pathlib import Path
+
+from grader.hub.config import server_environment
+from grader.hub.layout import Hub
+
+hub = Hub.load(Path(os.environ["COURSE_HUB_ROOT"]))
+c = get_config()  # noqa: F821
+
+c.JupyterHub.bind_url = hub.url
+c.JupyterHub.db_url = f"sqlite:///{hub.state / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(hub.state / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(hub.state / "jupyterhub.pid")
+c.ConfigurableHTTPProxy.command = [str(hub.proxy_command)]
+c.ConfigurableHTTPProxy.pid_file = str(hub.state / "proxy.pid")
+
+# Accounts: PAM, the machine's own Unix users and passwords (made by `make hub`). For a real
+# term swap it for LTI (ltiauthenticator: the LMS logs students in) or an OAuth provider
+# (oauthenticator); the rest stays as it is, as long as each hub user name is a Unix user.
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.open_sessions = False  # no login session (utmp, systemd) per server
+c.Authenticator.admin_users = {hub.instructor}
+c.Authenticator.allowed_users = set(hub.users)
+
+# Servers: each user's own process, as their Unix user, on the course's runtime.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [str(hub.env / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.http_timeout = 120
+c.Spawner.start_timeout = 120
+c.Spawner.env_keep = []  # nothing of the hub's own environment (root's) reaches a server
+
+
+def per_role(spawner):
+    user = spawner.user.name
+    spawner.environment = server_environment(hub, user)
+    if user == hub.instructor:
+        spawner.notebook_dir = str(hub.instructor_root)  # the formgrader needs the course in it
+
+
+c.Spawner.pre_spawn_hook = per_role

@@ -1,0 +1,139 @@
+"""The course hub (`make hub`), for real: a JupyterHub on a free loopback port with its own
+Unix users (an instructor and two students, named hubt-* or $HUB_TEST_NAME-*, so a demo hub on
+this machine is never touched), set up by grader.hub.install exactly as `make hub` does, from a
+fresh class each run (the test users and the hub's course state are removed first; the servers'
+Python and the proxy are kept while up to date).
+
+Needs root (users, servers as those users), bubblewrap, npm and setfacl (`make test` installs
+them through `make hub-tools`); without them these tests skip, unless GRADER_REQUIRE_SERVICES=1
+(CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from grader.hub import command, install
+from grader.hub.config import server_environment
+from grader.hub.layout import MARKER, Hub
+
+LOGS = Path(__file__).resolve().parents[2] / "build" / "hub-test"
+
+
+def pytest_collection_modifyitems(items):
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.is_relative_to(here) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
+@dataclass
+class RunningHub:
+    hub: Hub
+    passwords: dict[str, str]
+    log: Path
+
+    def run_as(self, user: str, *cmd: str, check: bool = True, input: str | None = None,
+               timeout: float = 600) -> subprocess.CompletedProcess:
+        """`cmd` as `user`, in their home, with their server's environment (what they would
+        type in their server's terminal)."""
+        home = pwd.getpwnam(user).pw_dir
+        env = {**server_environment(self.hub, user), "HOME": home, "USER": user,
+               "LOGNAME": user, "LANG": "C.UTF-8"}
+        done = subprocess.run(["runuser", "-u", user, "--", "env", "-i",
+                               *(f"{k}={v}" for k, v in env.items()), *cmd],
+                              cwd=home, capture_output=True, text=True, input=input,
+                              timeout=timeout)
+        if check and done.returncode:
+            raise AssertionError(f"{' '.join(cmd)} as {user} failed ({done.returncode}):\n"
+                                 f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        return done
+
+    def python_as(self, user: str, code: str, check: bool = True):
+        return self.run_as(user, str(self.hub.python), "-c", code, check=check)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _missing() -> str | None:
+    if os.geteuid() != 0:
+        return "the hub needs root (Unix users, servers run as them)"
+    for tool, package in (("bwrap", "bubblewrap"), ("npm", "npm"), ("setfacl", "acl"),
+                          ("runuser", "util-linux")):
+        if shutil.which(tool) is None:
+            return f"{tool} is missing (apt-get install {package}; `make hub-tools`)"
+    return None
+
+
+def _remove_test_users(hub: Hub) -> None:
+    for user in hub.users:
+        try:
+            entry = pwd.getpwnam(user)
+        except KeyError:
+            continue
+        assert entry.pw_gecos == MARKER, f"{user} is a real account; not removed"
+        subprocess.run(["pkill", "-KILL", "-u", user], check=False)
+        subprocess.run(["userdel", "--remove", user], check=False, capture_output=True)
+
+
+def _wait_for(url: str, seconds: float, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"JupyterHub exited ({proc.returncode}):\n"
+                                 f"{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError(f"JupyterHub did not answer {url} in {seconds} s:\n"
+                         f"{log.read_text()[-4000:]}")
+
+
+@pytest.fixture(scope="session")
+def course_hub():
+    why = _missing()
+    if why:
+        if os.environ.get("GRADER_REQUIRE_SERVICES"):
+            pytest.fail(f"the hub tests must run here: {why}")
+        pytest.skip(why)
+    name = os.environ.get("HUB_TEST_NAME", "hubt")  # two test runs at once: different names
+    hub = Hub(root=Path(f"/srv/attention-course-{name}"), instructor=f"{name}-teacher",
+              students=(f"{name}-ada", f"{name}-ben"), port=free_port())
+    _remove_test_users(hub)
+    for part in ("state", "exchange", "instructor", "config"):
+        shutil.rmtree(hub.root / part, ignore_errors=True)
+    passwords = install(hub)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log = LOGS / "jupyterhub.log"
+    cmd, env = command(hub)
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=hub.state, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for(f"{hub.url}/hub/health", 90, proc, log)
+        yield RunningHub(hub, passwords, log)
+    finally:
+        proc.terminate()  # JupyterHub stops every server it started
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        for user in hub.users:
+            subprocess.run(["pkill", "-KILL", "-u", user], check=False)
