@@ -63,7 +63,8 @@ def cmd_collect(args) -> int:
         print(f"  {student:<12} {line}{flags}")
     for refused in record["refused"]:
         print(f"  REFUSED {refused['folder']}: it {refused['why']}")
-    print(f"{len(record['students'])} submission(s) collected; "
+    taken = sum("error" not in t for t in record["students"].values())
+    print(f"{taken} submission(s) collected, {len(record['students']) - taken} could not be; "
           f"{len(record['refused'])} refused.")
     return 0
 
