@@ -11,6 +11,8 @@ hub = Hub.load(Path(os.environ["COURSE_HUB_ROOT"]))
 c = get_config()  # noqa: F821
 
 c.JupyterHub.bind_url = hub.url
+c.JupyterHub.hub_bind_url = f"http://127.0.0.1:{hub.hub_port}"
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub.api_port}"
 c.JupyterHub.db_url = f"sqlite:///{hub.state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(hub.state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(hub.state / "jupyterhub.pid")

@@ -42,7 +42,9 @@ class Hub:
     instructor: str = "instructor"
     students: tuple[str, ...] = ("alice", "bob", "carol")
     ip: str = "127.0.0.1"
-    port: int = 8000
+    port: int = 8000  # where users connect (the proxy)
+    hub_port: int = 8081  # JupyterHub itself, behind the proxy (loopback)
+    api_port: int = 8001  # the proxy's REST API, which only the hub uses (loopback)
 
     @property
     def users(self) -> tuple[str, ...]:
@@ -109,4 +111,5 @@ class Hub:
     def load(cls, root: Path) -> Hub:
         data = json.loads((Path(root) / "state" / "hub.json").read_text())
         return cls(root=Path(data["root"]), instructor=data["instructor"],
-                   students=tuple(data["students"]), ip=data["ip"], port=data["port"])
+                   students=tuple(data["students"]), ip=data["ip"], port=data["port"],
+                   hub_port=data["hub_port"], api_port=data["api_port"])

@@ -115,13 +115,14 @@ def course_hub():
         pytest.skip(why)
     name = os.environ.get("HUB_TEST_NAME", "hubt")  # two test runs at once: different names
     hub = Hub(root=Path(f"/srv/attention-course-{name}"), instructor=f"{name}-teacher",
-              students=(f"{name}-ada", f"{name}-ben"), port=free_port())
+              students=(f"{name}-ada", f"{name}-ben"), port=free_port(),
+              hub_port=free_port(), api_port=free_port())
     _remove_test_users(hub)
     for part in ("state", "exchange", "instructor", "config"):
         shutil.rmtree(hub.root / part, ignore_errors=True)
     passwords = install(hub)
     LOGS.mkdir(parents=True, exist_ok=True)
-    log = LOGS / "jupyterhub.log"
+    log = LOGS / f"jupyterhub-{name}.log"
     cmd, env = command(hub)
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, cwd=hub.state, env=env, stdout=out,
