@@ -10,6 +10,7 @@ browser walkthrough, test_walkthrough.py, uses self_attention), so the two never
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,7 +53,9 @@ def submitted(course_hub):
     h.run_as(h.hub.instructor, str(h.hub.python), "-m", "grader", "release", ASSIGNMENT,
              "--publish")
     for student in h.hub.students:
-        h.run_as(student, nbgrader, "fetch_assignment", ASSIGNMENT)
+        h.run_as(student, nbgrader, "fetch_assignment", ASSIGNMENT, check=False)
+        home = Path(os.path.expanduser(f"~{student}"))
+        assert (home / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), f"{student} fetched nothing"
         h.run_as(student, nbgrader, "submit", ASSIGNMENT)
         assert inbound_of(h, student), f"{student}'s submission is not in the exchange"
     h.run_as(h.hub.instructor, str(h.hub.python), "-m", "grader", "collect", ASSIGNMENT)
