@@ -85,9 +85,17 @@ site: $(STAMP)
 browser-test: $(STAMP)
 	$(BIN)/python -m pytest tests/browser
 
-## Refresh the README's screenshots in docs/img/ from a browser-test run.
-screenshots: browser-test
+## Refresh the README's screenshots in docs/img/ from a browser-test run and the hub's
+## walkthrough (tests/hub/test_walkthrough.py: needs root, like `make hub`).
+screenshots: browser-test hub-tools
+	$(BIN)/python -m pytest tests/hub/test_walkthrough.py
 	mkdir -p docs/img
+	cp build/screenshots/hub_02_formgrader_released.png docs/img/hub-formgrader-release.png
+	cp build/screenshots/hub_04_student_a_fetched.png docs/img/hub-assignment-list.png
+	cp build/screenshots/hub_05_student_a_validate_fails.png docs/img/hub-validate.png
+	cp build/screenshots/hub_13_formgrader_written_answer_graded.png \
+		docs/img/hub-formgrader-manual.png
+	cp build/screenshots/hub_15_student_a_feedback_page.png docs/img/hub-feedback.png
 	cp build/screenshots/lecture_3_slider_moved.png docs/img/lecture-slider.png
 	cp build/screenshots/student_1_check_fails.png docs/img/student-check-fails.png
 	cp build/screenshots/student_2_check_passes.png docs/img/student-check-passes.png

@@ -134,6 +134,9 @@ class VerifiedCollect(ExchangeCollect):
                 self.log.error("%s: %s", student, e)
                 record["students"][student] = {"folder": rec["filename"], "error": str(e)}
                 continue
+            # nbgrader's submit always writes a timestamp.txt: left out (the time above is the
+            # file system's), but no flag on every student for it
+            taken.left_out.pop(intake.TIMESTAMP, None)
             self.log.info("Collected %s from %s (submitted %s)", student, rec["filename"],
                           taken.timestamp)
             record["students"][student] = {"folder": rec["filename"], "time": taken.timestamp,

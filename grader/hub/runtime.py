@@ -9,6 +9,7 @@ grader without solutions, `make student-wheel`). It is rebuilt only when one of 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import logging
 import os
@@ -40,14 +41,19 @@ def constraints(lock: str, overrides: str) -> str:
     return "\n".join(kept + pins) + "\n"
 
 
-def student_wheel() -> Path:
-    """Build the student edition's wheel the documented way (`make student-wheel`)."""
-    subprocess.run(["make", "-s", "student-wheel"], cwd=REPO, check=True)
-    wheels = sorted((REPO / "build" / "dist").glob("attention_course-*.whl"))
-    if len(wheels) != 1:
-        raise RuntimeError(f"expected one student wheel in {REPO / 'build' / 'dist'}, "
-                           f"found {len(wheels)}")
-    return wheels[0]
+def student_wheel(to: Path) -> Path:
+    """Build the student edition's wheel the documented way (`make student-wheel`) and copy it
+    into `to`; a lock keeps two hubs set up at once from rebuilding it under each other."""
+    dist = REPO / "build" / "dist"
+    dist.mkdir(parents=True, exist_ok=True)
+    with open(dist.parent / ".student-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(["make", "-s", "student-wheel"], cwd=REPO, check=True)
+        wheels = sorted(dist.glob("attention_course-*.whl"))
+        if len(wheels) != 1:
+            raise RuntimeError(f"expected one student wheel in {dist}, found {len(wheels)}")
+        to.mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy(wheels[0], to / wheels[0].name))
 
 
 def ensure_runtime(hub: Hub) -> Path:
@@ -55,7 +61,7 @@ def ensure_runtime(hub: Hub) -> Path:
     if not os.access(BASE_PYTHON, os.X_OK):
         raise RuntimeError(f"{BASE_PYTHON} is missing: the hub's servers run on Debian's "
                            "Python 3.11 (apt-get install python3.11-venv)")
-    wheel = student_wheel()
+    wheel = student_wheel(hub.root / "wheel")
     pins = constraints(LOCK.read_text(), OVERRIDES.read_text())
     hub_version = _installed_version("jupyterhub")
     stamp = hashlib.sha256(pins.encode() + _content(wheel) + hub_version.encode()).hexdigest()
