@@ -224,7 +224,9 @@ def close_dialog(page, dialog):
 
 def submit(page, count_before: int) -> tuple[float, float]:
     """Click Submit; returns (just before, just after) the submission appears in the list."""
-    submitted = page.locator("#submitted_assignments_list .nested_list_item")
+    # this assignment's submissions only (the same student may have handed in others)
+    submitted = page.locator("#submitted_assignments_list > .list_item",
+                             has_text=ASSIGNMENT).locator(".nested_list_item")
     expect(submitted).to_have_count(count_before)
     start = time.time()
     fetched_row(page).get_by_role("button", name="Submit").click()
