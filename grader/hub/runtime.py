@@ -5,6 +5,10 @@ be one those users can execute: Debian's /usr/bin/python3.11, not a Python under
 gets the pinned versions of requirements/lock.txt (with the few overrides Debian's Python needs,
 requirements/hub-runtime.txt), jupyterhub-singleuser, and the student edition's wheel (the
 grader without solutions, `make student-wheel`). It is rebuilt only when one of those changes.
+
+The packages come from this project's own .venv, which holds the same pins, hard-linked (a few
+seconds); the course itself and the overridden packages are left out and installed by pip.
+Where that cannot be done (.venv on another file system), pip installs everything (a minute).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -31,14 +37,9 @@ OVERRIDES = REPO / "requirements" / "hub-runtime.txt"
 
 def constraints(lock: str, overrides: str) -> str:
     """The lock's pins with each package of `overrides` pinned as there instead."""
-    def name(line: str) -> str:
-        return re.split(r"[=<>!~ ;\[]", line, maxsplit=1)[0].lower().replace("_", "-")
-
-    pins = [ln for ln in overrides.splitlines() if ln.strip() and not ln.startswith("#")]
-    replaced = {name(ln) for ln in pins}
-    kept = [ln for ln in lock.splitlines()
-            if ln.strip() and not ln.startswith("#") and name(ln) not in replaced]
-    return "\n".join(kept + pins) + "\n"
+    replaced = _names(overrides)
+    kept = [ln for ln in _pins(lock) if _names(ln) & replaced == set()]
+    return "\n".join(kept + _pins(overrides)) + "\n"
 
 
 def student_wheel(to: Path) -> Path:
@@ -68,19 +69,109 @@ def ensure_runtime(hub: Hub) -> Path:
     stamp_file = hub.env / ".course-runtime"
     if stamp_file.is_file() and stamp_file.read_text() == stamp:
         return hub.python
-    log.info("installing the servers' Python into %s (first time: a few minutes)", hub.env)
     shutil.rmtree(hub.env, ignore_errors=True)
-    subprocess.run([str(BASE_PYTHON), "-m", "venv", str(hub.env)], check=True)
+    subprocess.run([str(BASE_PYTHON), "-m", "venv", "--without-pip", str(hub.env)], check=True)
     pins_file = hub.env / "constraints.txt"
     pins_file.write_text(pins)
-    done = subprocess.run([str(hub.python), "-m", "pip", "install", "--quiet",
-                           "--disable-pip-version-check", "-c", str(pins_file), str(wheel),
-                           f"jupyterhub=={hub_version}"], capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"installing the servers' Python into {hub.env} failed:\n"
-                           + done.stderr[-3000:])
+    try:  # pip, too, comes from this venv
+        _link_packages(Path(sys.prefix), hub.env, overridden=_names(OVERRIDES.read_text()))
+        _pip(hub, "--no-deps", "-c", str(pins_file), str(wheel), *_pins(OVERRIDES.read_text()))
+        log.info("the servers' Python in %s: this venv's packages, hard-linked", hub.env)
+    except (OSError, RuntimeError) as e:  # another file system, say: install them anew
+        log.info("installing the servers' Python into %s (a minute): %s", hub.env, e)
+        shutil.rmtree(hub.env, ignore_errors=True)
+        subprocess.run([str(BASE_PYTHON), "-m", "venv", str(hub.env)], check=True)
+        pins_file.write_text(pins)
+        _pip(hub, "-c", str(pins_file), str(wheel), f"jupyterhub=={hub_version}")
+    _pip_smoke(hub)
     stamp_file.write_text(stamp)
     return hub.python
+
+
+def _link_packages(venv: Path, env: Path, overridden: set[str]) -> None:
+    """Hard-link the packages of `venv` (this project's own .venv: the same pins, Python 3.11)
+    into `env`, but the course itself and the `overridden` distributions: seconds, where
+    unpacking and compiling them again takes a minute. Needs one file system (else OSError)."""
+    from importlib.metadata import distributions
+
+    if venv.resolve() == Path(sys.base_prefix).resolve():
+        raise RuntimeError("the hub is not running from a venv")
+    site = Path(sysconfig.get_path("purelib"))
+    skip, kept_tops = set(), set()
+    for dist in distributions(path=[str(site)]):
+        files = [f for f in dist.files or () if ".." not in f.parts]
+        name = dist.metadata["Name"].lower().replace("_", "-")
+        if name == "attention-course" or name in overridden:
+            skip |= {str(f) for f in files} | {f.parts[0] for f in files if len(f.parts) > 1}
+        else:
+            kept_tops |= {f.parts[0] for f in files if len(f.parts) > 1}
+    skip -= kept_tops  # a folder another distribution shares (a namespace) is linked
+    target = env / "lib" / "python3.11" / "site-packages"
+    _link_tree(site, target, skip)
+    for part in ("share", "etc"):
+        if (venv / part).is_dir():
+            _link_tree(venv / part, env / part, set())
+    for script in (venv / "bin").iterdir():
+        _copy_script(script, env / "bin" / script.name, venv / "bin", env / "bin")
+
+
+def _link_tree(src: Path, dst: Path, skip: set[str]) -> None:
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        dirnames[:] = [d for d in dirnames if os.path.normpath(os.path.join(rel, d)) not in skip]
+        os.makedirs(os.path.join(dst, rel), exist_ok=True)
+        for name in filenames:
+            relname = os.path.normpath(os.path.join(rel, name))
+            out = os.path.join(dst, relname)
+            if relname in skip or os.path.lexists(out):  # the venv's own pip stays
+                continue
+            path = os.path.join(dirpath, name)
+            if os.path.islink(path):
+                os.symlink(os.readlink(path), out)
+            else:
+                os.link(path, out)
+
+
+def _copy_script(script: Path, out: Path, old_bin: Path, new_bin: Path) -> None:
+    """A console script of the venv, its #! line pointing at the new one's python."""
+    if out.exists() or script.is_symlink() or not script.is_file():
+        return
+    with open(script, "rb") as f:
+        first = f.readline()
+        if not first.startswith(b"#!" + bytes(old_bin)):
+            return
+        rest = f.read()
+    out.write_bytes(b"#!" + bytes(new_bin) + first[2 + len(bytes(old_bin)):] + rest)
+    out.chmod(0o755)
+
+
+def _names(overrides: str) -> set[str]:
+    return {re.split(r"[=<>!~ ;\[]", p, maxsplit=1)[0].lower().replace("_", "-")
+            for p in _pins(overrides)}
+
+
+def _pins(overrides: str) -> list[str]:
+    return [ln.strip() for ln in overrides.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def _pip(hub: Hub, *args: str) -> None:
+    done = subprocess.run([str(hub.python), "-m", "pip", "install", "--quiet",
+                           "--disable-pip-version-check", *args], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"pip install {' '.join(args)} into {hub.env} failed:\n"
+                           + done.stderr[-3000:])
+
+
+def _pip_smoke(hub: Hub) -> None:
+    """What every server needs imports, and `solutions` does not."""
+    done = subprocess.run([str(hub.python), "-c", "import torch, nbgrader, jupyterhub, grader, "
+                           "grader.checks, soupsieve, bs4; bs4.BeautifulSoup('<p class=a>', "
+                           "'html.parser').select('p.a')\n"
+                           "try:\n import solutions\nexcept ImportError: pass\n"
+                           "else: raise SystemExit('solutions is importable')"],
+                          capture_output=True, text=True, cwd="/")
+    if done.returncode:
+        raise RuntimeError(f"the servers' Python in {hub.env} does not work:\n{done.stderr}")
 
 
 def _content(wheel: Path) -> bytes:
