@@ -4,12 +4,14 @@
       state/                   root        0700  JupyterHub's database, cookie secret, accounts
       proxy/                   root        0755  configurable-http-proxy (npm ci)
       env/                     root        0755  the servers' Python: the student edition
+      wheel/                   root        0755  the student edition's wheel it was built from
       config/student/          root        0755  Jupyter + nbgrader config of student servers
       config/instructor/       root        0755  ... of the instructor's server (formgrader)
       exchange/                root        1777  nbgrader's exchange (as /tmp: sticky)
         attention-course/      instructor  0755
           outbound/            instructor  0755  released assignments, readable by all
-          inbound/             instructor  3733  submissions: writable, never listable
+          inbound/             instructor  1733  submissions: writable, never listable;
+                                                 a default ACL lets the instructor read them
           feedback/            instructor  0711  pages named by a hash only their student knows
       instructor/              instructor  0700  the instructor's server root
         lib/                               grader + solutions + source notebooks
