@@ -53,8 +53,10 @@ def exchange_time(folder: Path, limits: intake.Limits = intake.LIMITS) -> dateti
                     latest, seen = max(latest, st.st_ctime), seen + 1
                     if stat.S_ISDIR(st.st_mode) and depth < limits.max_depth:
                         stack.append((entry.path, depth + 1))
-        except (FileNotFoundError, NotADirectoryError):
-            continue  # removed while we looked: its folder's ctime changed with it
+        except OSError:
+            # removed while we looked (its folder's ctime changed with it), or made unreadable
+            # by its owner (the copy then leaves it out or fails, for that student alone)
+            continue
     return datetime.fromtimestamp(latest, UTC)
 
 
@@ -103,7 +105,11 @@ class VerifiedCollect(ExchangeCollect):
     def _verified(self, path: Path) -> dict | None:
         """The record of one inbound folder, or None (and refused) when it cannot be trusted."""
         claimed = path.name.split("+")[0]
-        st = os.lstat(path)
+        try:
+            st = os.lstat(path)
+        except OSError as e:  # gone since the glob
+            self.log.warning("Skipped %s: %s", path, e.strerror)
+            return None
         owner = intake.user_name(st.st_uid)
         why = None
         if not stat.S_ISDIR(st.st_mode):

@@ -227,3 +227,23 @@ open(dest + "/timestamp.txt", "w").write("{old}")
     assert collected == taken["time"]
     assert "2020" not in (h.hub.course / "submitted" / ada / ASSIGNMENT / "timestamp.txt"
                           ).read_text()
+
+
+def test_a_submission_its_owner_made_unreadable_costs_only_its_owner(submitted):
+    h = submitted
+    ada, ben = h.hub.students
+    before = json.loads((h.hub.course / "collected" / f"{ASSIGNMENT}.json").read_text())
+    h.python_as(ada, f'''
+import os, shutil
+dest = {str(h.hub.course_exchange / "inbound")!r} + "/{ada}+{ASSIGNMENT}+locked+x"
+os.mkdir(dest)
+os.mkdir(dest + "/sub")
+shutil.copy(os.path.expanduser("~/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"), dest)
+os.chmod(dest + "/sub", 0)
+os.chmod(dest, 0)
+''')
+    out = h.run_as(h.hub.instructor, str(h.hub.python), "-m", "grader", "collect", ASSIGNMENT)
+    after = json.loads((h.hub.course / "collected" / f"{ASSIGNMENT}.json").read_text())
+    assert "cannot be opened" in after["students"][ada]["error"], after["students"][ada]
+    assert after["students"][ben] == before["students"][ben]
+    assert "1 could not be" in out.stdout
