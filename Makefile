@@ -90,7 +90,7 @@ browser-test: $(STAMP)
 screenshots: browser-test hub-tools
 	$(BIN)/python -m pytest tests/hub/test_walkthrough.py
 	mkdir -p docs/img
-	cp build/screenshots/hub_02_formgrader_released.png docs/img/hub-formgrader-release.png
+	cp build/screenshots/hub_09_formgrader_due_date.png docs/img/hub-formgrader-release.png
 	cp build/screenshots/hub_14_student_a_feedback_fetched.png docs/img/hub-assignment-list.png
 	cp build/screenshots/hub_05_student_a_validate_fails.png docs/img/hub-validate.png
 	cp build/screenshots/hub_13_formgrader_written_answer_graded.png \
