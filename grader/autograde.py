@@ -75,12 +75,10 @@ def _is_released(course: Course, assignment: str) -> bool:
             return False
 
 
-def collected_submissions(course: Course, assignment: str) -> dict[str, Path | str]:
+def collected_submissions(course: Course, assignment: str,
+                          students: dict) -> dict[str, Path | str]:
     """{student: their copy in course.submitted, or why it cannot be graded}, for what
-    `python -m grader collect` took in from the exchange (grader.collect)."""
-    from grader.collect import load_record
-
-    students = load_record(course, assignment)["students"]
+    `python -m grader collect` took in from the exchange (`students`: its record)."""
     if not students:
         raise FileNotFoundError(f"nothing of {assignment} was collected into {course.root}: run "
                                 f"`python -m grader collect {assignment}` first")
@@ -111,8 +109,8 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
     if submissions is None:
         from grader.collect import load_record
 
-        found = collected_submissions(course, assignment)
         taken = load_record(course, assignment)["students"]
+        found = collected_submissions(course, assignment, taken)
     else:
         found, taken = find_submissions(Path(submissions), assignment), {}
     if not _is_released(course, assignment):

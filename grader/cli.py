@@ -17,9 +17,7 @@ def _course(args) -> Course:
     """The course named by --course/--exchange, else by $GRADER_COURSE/$GRADER_EXCHANGE (set in
     the instructor's server on the hub), else build/course."""
     root = args.course or os.environ.get("GRADER_COURSE")
-    course = Course(Path(root).resolve()) if root else DEFAULT_COURSE
-    if (course.root / "source").is_dir():  # a course with its own copy of the sources (hub)
-        course = dataclasses.replace(course, source=(course.root / "source").resolve())
+    course = Course.at(Path(root).resolve()) if root else DEFAULT_COURSE
     exchange = getattr(args, "exchange", None) or os.environ.get("GRADER_EXCHANGE")
     if exchange:
         course = dataclasses.replace(course, shared_exchange=Path(exchange))

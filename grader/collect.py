@@ -126,7 +126,7 @@ class VerifiedCollect(ExchangeCollect):
                 "timestamp": exchange_time(path)}
 
     def copy_files(self):
-        course = _course_of(Path(self.coursedir.root))
+        course = Course.at(Path(self.coursedir.root))
         assignment = self.coursedir.assignment_id
         record = load_record(course, assignment)
         record["refused"] = self.refused
@@ -160,12 +160,6 @@ def _duedate(coursedir) -> datetime | None:
         except MissingEntry:
             return None
     return due.replace(tzinfo=UTC) if due is not None and due.tzinfo is None else due
-
-
-def _course_of(root: Path) -> Course:
-    """The Course at `root`, its source notebooks where `Course.prepare` put them."""
-    source = root / "source"
-    return Course(root, source=source.resolve()) if source.exists() else Course(root)
 
 
 def collect(course: Course, assignment: str) -> dict:

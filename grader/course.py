@@ -83,6 +83,13 @@ class Course:
     def db_url(self) -> str:
         return self.db or f"sqlite:///{self.root / 'gradebook.db'}"
 
+    @classmethod
+    def at(cls, root: Path) -> Course:
+        """The course at `root`, its sources where its `source/` points (`prepare` made it)
+        when it has one (a hub's course links its own copy), else the repository's."""
+        source = root / "source"
+        return cls(root, source=source.resolve()) if source.is_dir() else cls(root)
+
     def prepare(self) -> Course:
         """Create the directory skeleton and link `source` to the assignments."""
         self.root.mkdir(parents=True, exist_ok=True)

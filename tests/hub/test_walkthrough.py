@@ -201,6 +201,12 @@ def assignment_list(page):
     return page
 
 
+def formgrader_row(flow, page):
+    """The assignment's row on the instructor's formgrader (Manage Assignments)."""
+    page.goto(f"{flow.server(flow.instructor)}/formgrader")
+    return page.locator("tr", has_text=ASSIGNMENT)
+
+
 def fetched_row(page):
     return page.locator("#fetched_assignments_list > .list_item", has_text=ASSIGNMENT)
 
@@ -259,8 +265,7 @@ def test_1_instructor_releases_the_assignment(flow):
     assert (flow.h.hub.course_exchange / "outbound" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
             ).is_file()
 
-    page.goto(f"{flow.server(flow.instructor)}/formgrader")
-    row = page.locator("tr", has_text=ASSIGNMENT)
+    row = formgrader_row(flow, page)
     expect(row.locator(".status")).to_have_text("released")
     flow.shot(page, "formgrader_released")
     flow.done.add("released")
@@ -316,8 +321,7 @@ def test_3_instructor_sets_the_due_date_to_now(flow):
     assert "published" not in out  # the release in the exchange stays as it was
     flow.times["due"] = due.timestamp()
     page = flow.pages[flow.instructor]
-    page.goto(f"{flow.server(flow.instructor)}/formgrader")
-    row = page.locator("tr", has_text=ASSIGNMENT)
+    row = formgrader_row(flow, page)
     expect(row.locator(".duedate")).to_contain_text(due.strftime("%Y-%m-%d %H:%M:%S"))
     flow.shot(page, "formgrader_due_date")
     time.sleep(1.5)  # B's submission is in a later second than the due date
