@@ -102,10 +102,19 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
     Submissions graded before and unchanged since are skipped unless `force`.
     limits: overrides of grader.sandbox.session.Limits (cell_timeout, memory_bytes, ...).
     """
-    from grader.parallel import make_pool
+    from grader.engines import shared_engines
     from grader.sandbox.session import confinement
 
     confinement(unconfined)  # no sandbox and not --unconfined: refuse before grading anyone
+    with shared_engines():
+        return _autograde(course, assignment, submissions, progress, limits, workers,
+                          scheduler, force, unconfined)
+
+
+def _autograde(course, assignment, submissions, progress, limits, workers, scheduler, force,
+               unconfined) -> list[Result]:
+    from grader.parallel import make_pool
+
     if submissions is None:
         from grader.collect import load_record
 
@@ -116,12 +125,13 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
     if not _is_released(course, assignment):
         progress(f"{assignment} was not released yet: releasing it first")
         release(course, assignment)
-    api = api_for(course, limits=limits, unconfined=unconfined)
+    api = api_for(course, limits=limits, unconfined=unconfined, recording=True)
     before = load_status(course.root, assignment)
     results: dict[str, Result] = {}
     tasks: dict[str, Task] = {}
     flags: dict[str, list[dict]] = {}  # each student's flags from the stages so far
     hashes: dict[str, str] = {}
+    todo: dict[str, Path] = {}  # student -> the folder to grade
     for student, folder in found.items():
         if isinstance(folder, str):
             results[student] = _error_result(course, assignment, student, folder, [])
@@ -134,22 +144,34 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
             results[student] = Result(student, flags=old.get("flags", []), skipped=True,
                                       **_scores(course, assignment, student))
             continue
-        task, error, flags[student] = prepare(course, assignment, student, folder, limits,
-                                              unconfined, taken.get(student))
-        if error:
-            results[student] = _error_result(course, assignment, student, error,
-                                             flags[student])
-            progress(f"  {student:<12} {_line(results[student])}")
-        else:
-            tasks[student] = task
+        todo[student] = folder
     skipped = sum(r.skipped for r in results.values())
     if skipped:
         progress(f"  {skipped} unchanged submission(s) already graded: skipped (--force "
                  "grades them again)")
+    workers = min(workers or os.cpu_count() or 1, max(len(todo), 1))  # no idle processes
+    # Started before stage 1: its processes import torch and start their sandboxes while this
+    # process prepares the notebooks.
+    pool = make_pool(workers, scheduler, unconfined) if todo else None
+    try:
+        for student, folder in todo.items():
+            task, error, flags[student] = prepare(course, assignment, student, folder, limits,
+                                                  unconfined, taken.get(student))
+            if error:
+                results[student] = _error_result(course, assignment, student, error,
+                                                 flags[student])
+                progress(f"  {student:<12} {_line(results[student])}")
+            else:
+                tasks[student] = task
+    except BaseException:
+        if pool is not None:
+            pool.kill()
+        raise
+    if pool is not None and not tasks:
+        pool.close()
+        pool = None
     total, count = len(tasks), 0
-    workers = min(workers or os.cpu_count() or 1, max(len(tasks), 1))  # no idle processes
-    pool = make_pool(workers, scheduler) if tasks else None
-    if pool is not None and total:
+    if pool is not None:
         where = f"Dask cluster {scheduler}" if scheduler else f"{pool.workers} process(es)"
         progress(f"  executing {total} submission(s) on {where}")
     attempts = {student: 0 for student in tasks}
@@ -193,7 +215,7 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
                 progress(f"  worker pool failed ({type(e).__name__}: {e}); restarting it")
                 with contextlib.suppress(Exception):
                     pool.close()
-                pool = make_pool(workers, scheduler)
+                pool = make_pool(workers, scheduler, unconfined)
                 for student in waiting:
                     submit(student)
                 continue
@@ -204,7 +226,7 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
                 progress(f"  watchdog: {', '.join(stuck)} still running after {bound:.0f} s; "
                          "stopping them and restarting the pool")
                 pool.kill()
-                pool = make_pool(workers, scheduler)
+                pool = make_pool(workers, scheduler, unconfined)
                 waiting, running = list(running.values()), {}
                 for student in waiting:
                     if student in stuck:

@@ -16,13 +16,19 @@ class NbGraderError(RuntimeError):
     """An nbgrader step failed; the message carries the reason from nbgrader's log."""
 
 
-def api_for(course: Course, limits: dict | None = None, unconfined: bool = False) -> NbGraderAPI:
+def api_for(course: Course, limits: dict | None = None, unconfined: bool = False,
+            recording: bool = False) -> NbGraderAPI:
     """limits: overrides of the sandbox limits (grader.sandbox.session.Limits fields);
-    unconfined: the instructor's explicit choice to grade without the sandbox."""
+    unconfined: the instructor's explicit choice to grade without the sandbox;
+    recording: autograde only records notebooks grader.autograde sanitized and executed (its
+    stage 3): nbgrader's sanitizing pass, done in stage 1 already, is left out."""
     setup_process()
     course.prepare()
     config = nbgrader_config(course, limits=limits)
     config.LoadExecuted.unconfined = unconfined
+    if recording:
+        config.Autograde.sanitize_preprocessors = []
+        config.LoadExecuted.presanitized = True
     return NbGraderAPI(CourseDirectory(config=config), config=config)
 
 

@@ -65,16 +65,27 @@ def execute(task: Task) -> dict:
 # What a pool process needs, imported once by multiprocessing's fork server and inherited by
 # every pool process forked from it: torch is imported once per grading command, not once per
 # core (start-up is most of what a small class costs; bench/autograde_class.py measures it).
-PRELOAD = ["grader.parallel", "grader.sandbox.judge", "grader.checks", "torch"]
+PRELOAD = ["grader.parallel", "grader.sandbox.judge", "grader.checks", "torch",
+           "grader.sandbox.warmed"]
 
 
-def _pool_init():
+def _pool_init(unconfined: bool):
     import torch
 
     from grader.course import setup_process
+    from grader.sandbox.session import confinement, zygote
 
     setup_process()
     torch.set_num_threads(1)  # one pool process per core already
+    # This process's sandbox, started now (the first task would start it otherwise): while the
+    # command is still preparing the notebooks. A failure here is met again, and reported, by
+    # the first task.
+    with contextlib.suppress(Exception):
+        zygote(confinement(unconfined))
+
+
+def _started() -> int:
+    return os.getpid()
 
 
 def _context():
@@ -90,11 +101,22 @@ def _context():
 class LocalPool:
     """Submissions executed by N processes on this machine."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, unconfined: bool = False):
+        import threading
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers
-        self.pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_pool_init)
+        self.pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_pool_init,
+                                        initargs=(unconfined,))
+        # The executor starts a process per task submitted while none is idle, and the first
+        # start waits for the fork server to import torch: started here, in the background, all
+        # of them, so that start-up overlaps with the command's own work.
+        threading.Thread(target=self._start_processes, daemon=True).start()
+
+    def _start_processes(self):
+        with contextlib.suppress(Exception):  # a pool closed meanwhile: nothing to start
+            for _ in range(self.workers):
+                self.pool.submit(_started)
 
     def submit(self, task: Task):
         return self.pool.submit(execute, task)
@@ -177,8 +199,8 @@ class DaskPool:
         self.close()
 
 
-def make_pool(workers: int | None, scheduler: str | None):
+def make_pool(workers: int | None, scheduler: str | None, unconfined: bool = False):
     if scheduler:
         return DaskPool(scheduler)
     workers = workers or os.cpu_count() or 1
-    return InProcess() if workers == 1 else LocalPool(workers)
+    return InProcess() if workers == 1 else LocalPool(workers, unconfined)

@@ -4,10 +4,12 @@ DeduplicateIds, OverwriteKernelspec, OverwriteCells from the gradebook, CheckCel
 
 from __future__ import annotations
 
+import hashlib
+
 import nbformat
 
 from grader.course import COURSE_ID, Course, nbgrader_config
-from grader.sandbox.execute import FLAGS
+from grader.sandbox.execute import FLAGS, SANITIZED_FROM
 from grader.status import unique
 
 
@@ -18,12 +20,15 @@ def sanitize(course: Course, assignment: str, student: str) -> tuple[dict[str, s
     folder = course.submitted / student / assignment
     notebooks, flags = {}, []
     for name in course.notebooks(assignment):
-        nb = nbformat.read(folder / f"{name}.ipynb", as_version=4)
+        data = (folder / f"{name}.ipynb").read_bytes()
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
         resources = {"nbgrader": {"db_url": course.db_url, "course_id": COURSE_ID,
                                   "assignment": assignment, "student": student,
                                   "notebook": name}}
         for step in steps:
             nb, resources = step.preprocess(nb, resources)
         flags += resources.get(FLAGS, [])
+        # stage 3 takes the executed notebook whole, if made from this very file
+        nb.metadata[SANITIZED_FROM] = hashlib.sha256(data).hexdigest()
         notebooks[name] = nbformat.writes(nb)
     return notebooks, unique(flags)

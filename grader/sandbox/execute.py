@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -140,6 +141,13 @@ class ExecutedMismatch(RuntimeError):
     """The executed notebook is not the notebook nbgrader is recording."""
 
 
+SANITIZED_FROM = "grader_sanitized_from"  # notebook metadata: sha256 of the file sanitized
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 class LoadExecuted(_CourseStep):
     """nbgrader's execute step, ours: take the outputs of the notebook executed in stage 2
     (`executed_path`), refusing one whose cells differ from what nbgrader sanitized. With none
@@ -149,10 +157,16 @@ class LoadExecuted(_CourseStep):
                       "submission is flagged 'unconfined')").tag(config=True)
     limits = Dict({}, help="Limits fields overriding the defaults for every assignment").tag(
         config=True)
+    presanitized = Bool(False, help="the executed notebook was sanitized in stage 1 "
+                        "(grader.sanitize) and nbgrader's own sanitizing pass was left out: take "
+                        "it whole, if it was made from the submitted file as it is now").tag(
+                            config=True)
 
     def preprocess(self, nb, resources):
         assignment, student, notebook = self._where(resources)
         path = executed_path(self.course_root, assignment, student, notebook)
+        if self.presanitized:
+            return self._take_presanitized(path, notebook, resources)
         if path.exists():
             executed = nbformat.read(path, as_version=4)
             if not _take_outputs(nb, executed):
@@ -164,6 +178,19 @@ class LoadExecuted(_CourseStep):
         for f in p.flags + run_notebook(nb, notebook, p, self.unconfined):
             self._flag(resources, f["kind"], f["detail"])
         return nb, resources
+
+
+    def _take_presanitized(self, path: Path, notebook: str, resources):
+        assignment, student, _ = self._where(resources)
+        submitted = Path(self.course_root) / "submitted" / student / assignment / \
+            f"{notebook}.ipynb"
+        executed = nbformat.read(path, as_version=4) if path.exists() else None
+        if executed is None or executed.metadata.get(SANITIZED_FROM) != file_digest(submitted):
+            raise ExecutedMismatch(
+                f"the executed copy of {notebook}.ipynb does not match the submission "
+                "nbgrader is recording (the grader's fault; run autograde again)")
+        del executed.metadata[SANITIZED_FROM]
+        return executed, resources
 
 
 def scratch_files(submitted: Path, release: Path, flags: list[dict]) -> dict[str, bytes]:

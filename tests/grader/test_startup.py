@@ -77,3 +77,34 @@ def test_pool_processes_are_forked_from_one_server_that_imported_torch():
     parents = {parent for parent, _ in seen.values()}
     assert len(parents) == 1 and os.getpid() not in parents  # one fork server, not us
     assert all(loaded for _, loaded in seen.values())  # torch was in it before it forked them
+
+
+def _sandbox_of_this_process(_=None):
+    import os
+    import time
+
+    from grader.sandbox import session
+
+    time.sleep(2)  # both pool processes get one call each
+    return os.getpid(), [z.proc.poll() is None for z in session._zygotes.values()]
+
+
+def test_pool_processes_start_their_sandboxes_before_any_task():
+    # Start-up overlaps with the command's own work (stage 1): the processes, and the sandbox
+    # of each, are started when the pool is made, not when the first notebook arrives.
+    import time
+
+    from grader.parallel import LocalPool
+
+    pool = LocalPool(2)
+    try:
+        deadline = time.monotonic() + 120
+        while len(pool.pool._processes or {}) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(pool.pool._processes) == 2  # nothing was submitted to it
+        calls = [pool.pool.submit(_sandbox_of_this_process) for _ in range(2)]
+        seen = dict(c.result(120) for c in calls)
+    finally:
+        pool.close()
+    assert len(seen) == 2
+    assert all(sandboxes == [True] for sandboxes in seen.values())  # one live sandbox each
