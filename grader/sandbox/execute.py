@@ -137,7 +137,7 @@ def executed_path(course_root: Path, assignment: str, student: str, notebook: st
     return Path(course_root) / "executed" / assignment / student / f"{notebook}.ipynb"
 
 
-class ExecutedMismatch(RuntimeError):
+class ExecutedMismatchError(RuntimeError):
     """The executed notebook is not the notebook nbgrader is recording."""
 
 
@@ -170,7 +170,7 @@ class LoadExecuted(_CourseStep):
         if path.exists():
             executed = nbformat.read(path, as_version=4)
             if not _take_outputs(nb, executed):
-                raise ExecutedMismatch(
+                raise ExecutedMismatchError(
                     f"the executed copy of {notebook}.ipynb does not match the submission "
                     "nbgrader is recording (the grader's fault; run autograde again)")
             return nb, resources
@@ -186,7 +186,7 @@ class LoadExecuted(_CourseStep):
             f"{notebook}.ipynb"
         executed = nbformat.read(path, as_version=4) if path.exists() else None
         if executed is None or executed.metadata.get(SANITIZED_FROM) != file_digest(submitted):
-            raise ExecutedMismatch(
+            raise ExecutedMismatchError(
                 f"the executed copy of {notebook}.ipynb does not match the submission "
                 "nbgrader is recording (the grader's fault; run autograde again)")
         del executed.metadata[SANITIZED_FROM]

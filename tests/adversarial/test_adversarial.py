@@ -49,7 +49,7 @@ def graded(tmp_path_factory):
     run = subprocess.run(
         [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
          "soft_select", "--submissions", str(tmp / "submissions"), "--cell-timeout", "6",
-         "--notebook-timeout", "60", "--memory", "3G"],
+         "--notebook-timeout", "60", "--memory", "2G"],
         capture_output=True, text=True, timeout=1200, cwd=REPO,
         env={**os.environ, "GRADER_TEST_TAG": TAG})
     status = json.loads((course.root / "status" / "soft_select.json").read_text())

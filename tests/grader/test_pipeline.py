@@ -66,3 +66,27 @@ def test_reason_prefers_the_exception_line():
               "    ValueError: notebook is broken\n[ERROR] Please see the above traceback"}
     assert reason(result) == "ValueError: notebook is broken"
     assert reason({"success": False, "log": "[ERROR] plain failure"}) == "plain failure"
+
+
+def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_course, tmp_path):
+    # Stage 3 does not sanitize again: it takes stage 2's notebook whole, and only when that
+    # was made from the submitted file as it is now (its SHA-256, written in stage 1).
+    from grader import autograde as stages
+    from grader.parallel import execute
+
+    subs = tmp_path / "submissions"
+    submit(tiny_course, subs, "good", answered(tiny_course, "return 2 * x"))
+    task, error, flags = stages.prepare(tiny_course, "tiny", "good", subs / "good" / "tiny",
+                                        None, False)
+    assert error is None
+    outcome = execute(task)
+    api = stages.api_for(tiny_course, recording=True)
+    # the intake copy changed after it was sanitized and executed: refused, the grader's fault
+    copy = tiny_course.submitted / "good" / "tiny" / "tiny.ipynb"
+    original = copy.read_bytes()
+    copy.write_bytes(original.replace(b"return 2 * x", b"return 3 * x"))
+    changed = stages.record(tiny_course, api, "tiny", "good", outcome, flags)
+    assert changed.error and "does not match" in changed.error and changed.infrastructure
+    copy.write_bytes(original)
+    result = stages.record(tiny_course, api, "tiny", "good", outcome, flags)
+    assert result.error is None and (result.score, result.max_score) == (5, 5)
