@@ -29,6 +29,10 @@ def api_for(course: Course, limits: dict | None = None, unconfined: bool = False
     if recording:
         config.Autograde.sanitize_preprocessors = []
         config.LoadExecuted.presanitized = True
+        # (its CheckCellMetadata too: the notebook is stage 1's, checked there, outputs added)
+        config.Autograde.autograde_preprocessors = [
+            step for step in config.Autograde.autograde_preprocessors
+            if step.__name__ != "CheckCellMetadata"]
     return NbGraderAPI(CourseDirectory(config=config), config=config)
 
 

@@ -141,12 +141,14 @@ class Zygote:
 def _host_pid(ancestor: int, ns_pid: int) -> int:
     """The pid on this machine of the process that `ancestor`'s PID namespace calls ns_pid
     (a child of `ancestor`, or further down)."""
-    for pid in _children(ancestor) + sorted(descendants(ancestor)):
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("NSpid:") and int(line.split()[-1]) == ns_pid \
-                        and len(line.split()) > 2:
-                    return pid
+    children = _children(ancestor)  # where a worker is: no scan of /proc then
+    for pids in (children, sorted(descendants(ancestor) - set(children))):
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("NSpid:") and int(line.split()[-1]) == ns_pid \
+                            and len(line.split()) > 2:
+                        return pid
     raise ProcessLookupError(f"no process {ns_pid} in the sandbox of process {ancestor}")
 
 
