@@ -23,6 +23,7 @@ work.
     .venv/bin/python bench/autograde_class.py [N] [--repeats R]   (default N = 30, R = 3)
     .venv/bin/python bench/autograde_class.py --curve [--plot PNG]  (10, 30, 100, 300)
     .venv/bin/python bench/autograde_class.py --stress 500  (soft_select; nothing may be lost)
+    .venv/bin/python bench/autograde_class.py --split [N]   (a notebook's CPU, stage by stage)
 """
 
 from __future__ import annotations
@@ -258,6 +259,8 @@ def main(argv: list[str]) -> int:
         return stress(args.stress)
     if args.curve:
         return curve(args.plot)
+    if args.split:
+        return split(args.n)
     n, repeats = args.n, args.repeats
     small = max(n // 3, 1)
     workers = os.cpu_count() or 1
@@ -304,6 +307,60 @@ def main(argv: list[str]) -> int:
     ok = plain / ours >= 20 and startup <= 5 and per_notebook / work <= 1.5
     print("targets met" if ok else "targets NOT met")
     return 0 if ok else 1
+
+
+def split(n: int) -> int:
+    """Where a notebook's CPU goes, stage by stage: the three stages of grader.autograde driven
+    here, one submission after another, in this process (the judge too); the student's side is
+    the CPU of the sandbox's server and of every process it forked (it reaps them)."""
+    from grader.autograde import prepare, record
+    from grader.engines import shared_engines
+    from grader.nbgrader_api import api_for
+    from grader.parallel import execute
+    from grader.sandbox import session
+
+    with tempfile.TemporaryDirectory() as tmp, shared_engines():
+        tmp = Path(tmp)
+        course = Course(tmp / "course")
+        students = make_class(course, ASSIGNMENT, n + 1, tmp / "submissions")
+        api = api_for(course, recording=True)
+        zygote = session.zygote(session.confinement())
+        spent = {"stage 1, sanitize (nbgrader's steps, in the command)": 0.0,
+                 "stage 2, the judge (tests, in the grader's process)": 0.0,
+                 "stage 3, record (nbgrader's autograde, in the command)": 0.0}
+        names = list(spent)
+        first, *students = students
+        student_cpu0 = 0.0
+        for s in [first, *students]:  # the first pays each first use: not counted
+            if s is students[0]:
+                student_cpu0 = _tree_cpu(zygote.host_pid)
+                spent = dict.fromkeys(spent, 0.0)
+            t0 = time.process_time()
+            task, error, flags = prepare(course, ASSIGNMENT, s.id,
+                                         tmp / "submissions" / s.id / ASSIGNMENT, None, False)
+            t1 = time.process_time()
+            outcome = execute(task)
+            t2 = time.process_time()
+            result = record(course, api, ASSIGNMENT, s.id, outcome, flags)
+            t3 = time.process_time()
+            if error or result.error:
+                raise SystemExit(f"{s.id} was not graded: {error or result.error}")
+            for name, seconds in zip(names, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+                spent[name] += seconds
+        spent["the student's sandboxed processes"] = _tree_cpu(zygote.host_pid) - student_cpu0
+        zygote.stop()
+    print(f"where a notebook's CPU goes ({n} submissions of {ASSIGNMENT}, one at a time, after "
+          "the start-up):")
+    for name, seconds in spent.items():
+        print(f"  {seconds / n:6.3f} s  {name}")
+    print(f"  {sum(spent.values()) / n:6.3f} s  together")
+    return 0
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and of the children it has reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 CURVE = (10, 30, 100, 300)
@@ -380,6 +437,8 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--curve", action="store_true", help="grade 10, 30, 100 and 300")
     p.add_argument("--plot", help="with --curve: save the curve as this PNG")
     p.add_argument("--stress", type=int, help="N soft_select submissions in one run")
+    p.add_argument("--split", action="store_true",
+                   help="where a notebook's CPU goes, stage by stage, for N submissions")
     return p.parse_args(argv)
 
 
