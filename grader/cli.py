@@ -68,6 +68,10 @@ def cmd_collect(args) -> int:
 
 
 def cmd_autograde(args) -> int:
+    if args.scheduler is None and (args.workers or os.cpu_count() or 1) > 1:
+        from grader.parallel import start_fork_server
+
+        start_fork_server()  # importing torch there while this process imports nbgrader
     from grader.autograde import autograde
 
     limits = {k: v for k, v in (("cell_timeout", args.cell_timeout),

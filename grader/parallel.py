@@ -98,6 +98,16 @@ def _context():
     return context
 
 
+def start_fork_server() -> None:
+    """Start the pool's fork server now, before a pool is made: it imports torch (seconds) while
+    the command imports nbgrader and prepares the notebooks. (Were nothing left to grade, its
+    start-up is spent for nothing, in the background.)"""
+    from multiprocessing import forkserver
+
+    _context()  # what it preloads
+    forkserver.ensure_running()
+
+
 class LocalPool:
     """Submissions executed by N processes on this machine."""
 

@@ -108,3 +108,21 @@ def test_pool_processes_start_their_sandboxes_before_any_task():
         pool.close()
     assert len(seen) == 2
     assert all(sandboxes == [True] for sandboxes in seen.values())  # one live sandbox each
+
+
+def test_the_fork_server_starts_importing_torch_before_any_pool_exists():
+    # `autograde` on a pool starts the fork server first thing, so that its torch import
+    # overlaps with the command's own imports and stage 1.
+    out = _fresh(
+        "import sys, time\n"
+        "from multiprocessing import forkserver\n"
+        "from grader.parallel import start_fork_server\n"
+        "start_fork_server()\n"
+        "pid = forkserver._forkserver._forkserver_pid\n"
+        "end = time.monotonic() + 120\n"
+        "while time.monotonic() < end:\n"
+        "    if 'libtorch_cpu' in open(f'/proc/{pid}/maps').read():\n"
+        "        print('torch in the fork server'); break\n"
+        "    time.sleep(0.05)\n"
+        "print('torch here' if 'torch' in sys.modules else 'no torch here')")
+    assert out.splitlines() == ["torch in the fork server", "no torch here"]
