@@ -67,8 +67,22 @@ def cmd_collect(args) -> int:
     return 0
 
 
+def _a_class(args) -> bool:
+    """Whether a pool of this machine's processes will likely grade (more than one submission
+    folder, or what was collected from the exchange): counted before nbgrader is imported."""
+    if args.scheduler is not None or (args.workers or os.cpu_count() or 1) == 1:
+        return False
+    if not args.submissions:
+        return True
+    try:
+        with os.scandir(args.submissions) as entries:
+            return sum(e.is_dir(follow_symlinks=False) for e in entries) > 1
+    except OSError:
+        return False  # autograde says what is wrong with the folder
+
+
 def cmd_autograde(args) -> int:
-    if args.scheduler is None and (args.workers or os.cpu_count() or 1) > 1:
+    if _a_class(args):
         from grader.parallel import start_fork_server
 
         start_fork_server()  # importing torch there while this process imports nbgrader
