@@ -66,3 +66,23 @@ def test_cli_errors_are_clear(tmp_path):
     assert done.returncode == 2 and "does not exist" in done.stderr
     done = grader("check", str(tmp_path / "nope.ipynb"), cwd=tmp_path)
     assert done.returncode == 2 and "no such notebook" in done.stderr
+
+
+def test_the_pool_is_started_early_only_for_a_class(tmp_path):
+    # One submission is graded in the command's own process: no fork server for it.
+    import argparse
+
+    from grader.cli import _a_class
+
+    def args(submissions=None, workers=None, scheduler=None):
+        return argparse.Namespace(submissions=submissions, workers=workers, scheduler=scheduler)
+
+    (tmp_path / "alice").mkdir()
+    assert not _a_class(args(tmp_path, workers=2))
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "notes.txt").write_text("not a student")
+    assert _a_class(args(tmp_path, workers=2))
+    assert not _a_class(args(tmp_path, workers=1))
+    assert not _a_class(args(tmp_path, workers=2, scheduler="tcp://127.0.0.1:8786"))
+    assert not _a_class(args(tmp_path / "missing", workers=2))
+    assert _a_class(args(None, workers=2))  # what was collected from the exchange
