@@ -3,8 +3,8 @@
 Grading has three stages (grader/autograde.py): sanitize (nbgrader's own steps plus
 RestoreCells, in the main process), execute (run.py's `run_notebook`, in a pool process: the
 student's cells in the sandbox, the tests in the grader's process, see judge.py), record
-(nbgrader's autograde, whose execute step is LoadExecuted: it takes stage 2's outputs and
-refuses a notebook whose cells differ)."""
+(nbgrader's autograde, whose execute step is LoadExecuted: it takes stage 2's notebook and
+refuses one not made from the submission it records)."""
 
 from __future__ import annotations
 
@@ -150,8 +150,10 @@ def file_digest(path: Path) -> str:
 
 class LoadExecuted(_CourseStep):
     """nbgrader's execute step, ours: take the outputs of the notebook executed in stage 2
-    (`executed_path`), refusing one whose cells differ from what nbgrader sanitized. With none
-    there (the formgrader's Autograde button), execute it here, the same confined way."""
+    (`executed_path`), refusing one whose cells differ from what nbgrader sanitized; with
+    `presanitized` (grader.autograde's recording), the executed notebook whole, refusing one not
+    made from the submitted file as it is now. With none there (the formgrader's Autograde
+    button), execute it here, the same confined way."""
 
     unconfined = Bool(False, help="grade even where the sandbox cannot be built (every "
                       "submission is flagged 'unconfined')").tag(config=True)
@@ -178,7 +180,6 @@ class LoadExecuted(_CourseStep):
         for f in p.flags + run_notebook(nb, notebook, p, self.unconfined):
             self._flag(resources, f["kind"], f["detail"])
         return nb, resources
-
 
     def _take_presanitized(self, path: Path, notebook: str, resources):
         assignment, student, _ = self._where(resources)
