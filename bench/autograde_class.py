@@ -333,7 +333,7 @@ def split(n: int) -> int:
         student_cpu0 = 0.0
         for s in [first, *students]:  # the first pays each first use: not counted
             if s is students[0]:
-                student_cpu0 = _tree_cpu(zygote.host_pid)
+                student_cpu0 = session.cpu_seconds(zygote.host_pid, reaped=True)
                 spent = dict.fromkeys(spent, 0.0)
             t0 = time.process_time()
             task, error, flags = prepare(course, ASSIGNMENT, s.id,
@@ -347,7 +347,8 @@ def split(n: int) -> int:
                 raise SystemExit(f"{s.id} was not graded: {error or result.error}")
             for name, seconds in zip(names, (t1 - t0, t2 - t1, t3 - t2), strict=True):
                 spent[name] += seconds
-        spent["the student's sandboxed processes"] = _tree_cpu(zygote.host_pid) - student_cpu0
+        student_cpu = session.cpu_seconds(zygote.host_pid, reaped=True) - student_cpu0
+        spent["the student's sandboxed processes"] = student_cpu
         zygote.stop()
     print(f"where a notebook's CPU goes ({n} submissions of {ASSIGNMENT}, one at a time, after "
           "the start-up):")
@@ -355,12 +356,6 @@ def split(n: int) -> int:
         print(f"  {seconds / n:6.3f} s  {name}")
     print(f"  {sum(spent.values()) / n:6.3f} s  together")
     return 0
-
-
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds of a process and of the children it has reaped."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 CURVE = (10, 30, 100, 300)

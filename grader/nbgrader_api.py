@@ -8,6 +8,7 @@ from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 
 from grader.course import Course, nbgrader_config, setup_process
+from grader.preprocessors import CheckCellMetadata
 
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_.]*(Error|Exception): ")
 
@@ -32,7 +33,7 @@ def api_for(course: Course, limits: dict | None = None, unconfined: bool = False
         # (its CheckCellMetadata too: the notebook is stage 1's, checked there, outputs added)
         config.Autograde.autograde_preprocessors = [
             step for step in config.Autograde.autograde_preprocessors
-            if step.__name__ != "CheckCellMetadata"]
+            if step is not CheckCellMetadata]
     return NbGraderAPI(CourseDirectory(config=config), config=config)
 
 

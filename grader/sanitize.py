@@ -4,12 +4,10 @@ DeduplicateIds, OverwriteKernelspec, OverwriteCells from the gradebook, CheckCel
 
 from __future__ import annotations
 
-import hashlib
-
 import nbformat
 
 from grader.course import COURSE_ID, Course, nbgrader_config
-from grader.sandbox.execute import FLAGS, SANITIZED_FROM
+from grader.sandbox.execute import FLAGS, SANITIZED_FROM, digest
 from grader.status import unique
 
 
@@ -29,6 +27,6 @@ def sanitize(course: Course, assignment: str, student: str) -> tuple[dict[str, s
             nb, resources = step.preprocess(nb, resources)
         flags += resources.get(FLAGS, [])
         # stage 3 takes the executed notebook whole, if made from this very file
-        nb.metadata[SANITIZED_FROM] = hashlib.sha256(data).hexdigest()
+        nb.metadata[SANITIZED_FROM] = digest(data)
         notebooks[name] = nbformat.writes(nb)
     return notebooks, unique(flags)

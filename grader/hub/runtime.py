@@ -38,7 +38,7 @@ OVERRIDES = REPO / "requirements" / "hub-runtime.txt"
 def constraints(lock: str, overrides: str) -> str:
     """The lock's pins with each package of `overrides` pinned as there instead."""
     replaced = _names(overrides)
-    kept = [ln for ln in _pins(lock) if _names(ln) & replaced == set()]
+    kept = [ln for ln in _pins(lock) if _names(ln).isdisjoint(replaced)]
     return "\n".join(kept + _pins(overrides)) + "\n"
 
 
@@ -63,7 +63,8 @@ def ensure_runtime(hub: Hub) -> Path:
         raise RuntimeError(f"{BASE_PYTHON} is missing: the hub's servers run on Debian's "
                            "Python 3.11 (apt-get install python3.11-venv)")
     wheel = student_wheel(hub.root / "wheel")
-    pins = constraints(LOCK.read_text(), OVERRIDES.read_text())
+    overrides = OVERRIDES.read_text()
+    pins = constraints(LOCK.read_text(), overrides)
     hub_version = _installed_version("jupyterhub")
     stamp = hashlib.sha256(pins.encode() + _content(wheel) + hub_version.encode()).hexdigest()
     stamp_file = hub.env / ".course-runtime"
@@ -74,8 +75,8 @@ def ensure_runtime(hub: Hub) -> Path:
     pins_file = hub.env / "constraints.txt"
     pins_file.write_text(pins)
     try:  # pip, too, comes from this venv
-        _link_packages(Path(sys.prefix), hub.env, overridden=_names(OVERRIDES.read_text()))
-        _pip(hub, "--no-deps", "-c", str(pins_file), str(wheel), *_pins(OVERRIDES.read_text()))
+        _link_packages(Path(sys.prefix), hub.env, overridden=_names(overrides))
+        _pip(hub, "--no-deps", "-c", str(pins_file), str(wheel), *_pins(overrides))
         log.info("the servers' Python in %s: this venv's packages, hard-linked", hub.env)
     except (OSError, RuntimeError) as e:  # another file system, say: install them anew
         log.info("installing the servers' Python into %s (a minute): %s", hub.env, e)
@@ -83,7 +84,7 @@ def ensure_runtime(hub: Hub) -> Path:
         subprocess.run([str(BASE_PYTHON), "-m", "venv", str(hub.env)], check=True)
         pins_file.write_text(pins)
         _pip(hub, "-c", str(pins_file), str(wheel), f"jupyterhub=={hub_version}")
-    _pip_smoke(hub)
+    _smoke_check(hub)
     stamp_file.write_text(stamp)
     return hub.python
 
@@ -145,13 +146,15 @@ def _copy_script(script: Path, out: Path, old_bin: Path, new_bin: Path) -> None:
     out.chmod(0o755)
 
 
-def _names(overrides: str) -> set[str]:
+def _names(requirements: str) -> set[str]:
+    """The normalised distribution names pinned in requirements text."""
     return {re.split(r"[=<>!~ ;\[]", p, maxsplit=1)[0].lower().replace("_", "-")
-            for p in _pins(overrides)}
+            for p in _pins(requirements)}
 
 
-def _pins(overrides: str) -> list[str]:
-    return [ln.strip() for ln in overrides.splitlines() if ln.strip() and not ln.startswith("#")]
+def _pins(requirements: str) -> list[str]:
+    return [ln.strip() for ln in requirements.splitlines()
+            if ln.strip() and not ln.startswith("#")]
 
 
 def _pip(hub: Hub, *args: str) -> None:
@@ -162,7 +165,7 @@ def _pip(hub: Hub, *args: str) -> None:
                            + done.stderr[-3000:])
 
 
-def _pip_smoke(hub: Hub) -> None:
+def _smoke_check(hub: Hub) -> None:
     """What every server needs imports, and `solutions` does not."""
     done = subprocess.run([str(hub.python), "-c", "import torch, nbgrader, jupyterhub, grader, "
                            "grader.checks, soupsieve, bs4; bs4.BeautifulSoup('<p class=a>', "

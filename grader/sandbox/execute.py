@@ -144,8 +144,15 @@ class ExecutedMismatchError(RuntimeError):
 SANITIZED_FROM = "grader_sanitized_from"  # notebook metadata: sha256 of the file sanitized
 
 
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def digest(data: bytes) -> str:
+    """What stage 1 writes under SANITIZED_FROM: the submitted file's SHA-256."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _mismatch(notebook: str) -> ExecutedMismatchError:
+    return ExecutedMismatchError(
+        f"the executed copy of {notebook}.ipynb does not match the submission nbgrader is "
+        "recording (the grader's fault; run autograde again)")
 
 
 class LoadExecuted(_CourseStep):
@@ -172,9 +179,7 @@ class LoadExecuted(_CourseStep):
         if path.exists():
             executed = nbformat.read(path, as_version=4)
             if not _take_outputs(nb, executed):
-                raise ExecutedMismatchError(
-                    f"the executed copy of {notebook}.ipynb does not match the submission "
-                    "nbgrader is recording (the grader's fault; run autograde again)")
+                raise _mismatch(notebook)
             return nb, resources
         p = plan(self.course_root, assignment, student, self.limits)
         for f in p.flags + run_notebook(nb, notebook, p, self.unconfined):
@@ -186,10 +191,9 @@ class LoadExecuted(_CourseStep):
         submitted = Path(self.course_root) / "submitted" / student / assignment / \
             f"{notebook}.ipynb"
         executed = nbformat.read(path, as_version=4) if path.exists() else None
-        if executed is None or executed.metadata.get(SANITIZED_FROM) != file_digest(submitted):
-            raise ExecutedMismatchError(
-                f"the executed copy of {notebook}.ipynb does not match the submission "
-                "nbgrader is recording (the grader's fault; run autograde again)")
+        if executed is None or \
+                executed.metadata.get(SANITIZED_FROM) != digest(submitted.read_bytes()):
+            raise _mismatch(notebook)
         del executed.metadata[SANITIZED_FROM]
         return executed, resources
 

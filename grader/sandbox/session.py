@@ -329,12 +329,7 @@ class Session:
                 raise WorkerDied(self.killed_for, "timeout")
 
     def _cpu_seconds(self) -> float:
-        try:
-            text = Path(f"/proc/{self.host_pid}/stat").read_text()
-        except OSError:
-            return 0.0
-        fields = text[text.rindex(")") + 2:].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(self.host_pid)
 
     def _wait(self, seconds: float = 2.0) -> int | None:
         end = time.monotonic() + seconds
@@ -393,13 +388,26 @@ class Session:
             self.conn = None
 
 
-def _stat(pid: int):
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (None: no such process)."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()
-    return int(fields[1]), int(fields[3])  # parent pid, session id
+    return text[text.rindex(")") + 2:].split()
+
+
+def cpu_seconds(pid: int, reaped: bool = False) -> float:
+    """CPU time of a process (0 when gone); `reaped`: with that of the children it reaped."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return 0.0
+    return sum(int(f) for f in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int):
+    fields = _stat_fields(pid)
+    return None if fields is None else (int(fields[1]), int(fields[3]))  # parent, session id
 
 
 def _all_pids() -> list[int]:
