@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import functools
 import io
 import time
 from dataclasses import dataclass, field
@@ -243,14 +244,16 @@ class _Unusable:
         return self.__getattr__("")
 
 
-def _imported_names(source: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)  # a class's notebooks share most of their cells' text
+def _imported_names(source: str) -> frozenset[str]:
     """Names a cell binds with import statements (importing torch again is harmless)."""
     try:
         tree = ast.parse(answers.python(source))
     except SyntaxError:
-        return set()
-    return {name for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
-            for name in answers.bound_names(node)}
+        return frozenset()
+    return frozenset(name for node in ast.walk(tree)
+                     if isinstance(node, (ast.Import, ast.ImportFrom))
+                     for name in answers.bound_names(node))
 
 
 def _text(value, limit: int = KEEP_CHARS) -> str:

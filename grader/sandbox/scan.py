@@ -7,6 +7,7 @@ other (the sandbox already stops the attempts from working).
 from __future__ import annotations
 
 import ast
+import functools
 
 # (what the code mentions, why an instructor may want to look)
 _MODULES = {
@@ -63,10 +64,15 @@ def _dotted(node) -> str:
 
 def scan(source: str) -> list[str]:
     """Reasons to look at this code (empty when nothing stands out)."""
+    return list(_reasons(source))
+
+
+@functools.lru_cache(maxsize=4096)  # a class's notebooks share most of their cells' text
+def _reasons(source: str) -> tuple[str, ...]:
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return []
+        return ()
     found: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -102,4 +108,4 @@ def scan(source: str) -> list[str]:
         elif isinstance(node, ast.Attribute) and node.attr in ("__subclasses__", "__globals__",
                                                                "__code__", "f_back", "f_globals"):
             found.append(f"uses {node.attr}")
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))

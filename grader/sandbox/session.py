@@ -140,16 +140,28 @@ class Zygote:
 
 def _host_pid(ancestor: int, ns_pid: int) -> int:
     """The pid on this machine of the process that `ancestor`'s PID namespace calls ns_pid
-    (a child of `ancestor`, or further down)."""
-    children = _children(ancestor)  # where a worker is: no scan of /proc then
-    for pids in (children, sorted(descendants(ancestor) - set(children))):
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("NSpid:") and int(line.split()[-1]) == ns_pid \
-                            and len(line.split()) > 2:
-                        return pid
+    (a child of `ancestor`, or further down): found by following the kernel's lists of
+    children; every process of the machine is looked at only if that finds nothing."""
+    family, todo = [], _children(ancestor)
+    while todo:
+        pid = todo.pop(0)
+        if _innermost_pid(pid) == ns_pid:
+            return pid
+        family.append(pid)
+        todo += _children(pid)
+    for pid in sorted(descendants(ancestor) - set(family)):
+        if _innermost_pid(pid) == ns_pid:
+            return pid
     raise ProcessLookupError(f"no process {ns_pid} in the sandbox of process {ancestor}")
+
+
+def _innermost_pid(pid: int) -> int | None:
+    """The number a process has in its own PID namespace, if that is not this one's."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:") and len(line.split()) > 2:
+                return int(line.split()[-1])
+    return None
 
 
 def _children(pid: int) -> list[int]:

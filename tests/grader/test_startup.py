@@ -126,3 +126,22 @@ def test_the_fork_server_starts_importing_torch_before_any_pool_exists():
         "    time.sleep(0.05)\n"
         "print('torch here' if 'torch' in sys.modules else 'no torch here')")
     assert out.splitlines() == ["torch in the fork server", "no torch here"]
+
+
+def test_a_new_students_process_is_found_without_scanning_proc(monkeypatch):
+    # Each student's turn asks which host pid the sandbox's new process has: it is a child of
+    # the sandbox's server, found from the kernel's list of children; scanning every process
+    # of the machine is only the fallback, for a process further down.
+    from grader.sandbox import session
+
+    scans = []
+    real = session.descendants
+    monkeypatch.setattr(session, "descendants", lambda pid: scans.append(pid) or real(pid))
+    s = session.Session({}, session.Limits(cell_timeout=5, notebook_timeout=60))
+    s.start()
+    try:
+        assert s.request({"op": "ping"})["value"] == s.pid
+        assert s.host_pid in session._children(session.zygote(s.confined).host_pid)
+    finally:
+        s.close()
+    assert scans == []
