@@ -175,7 +175,9 @@ class LoadExecuted(_CourseStep):
         assignment, student, notebook = self._where(resources)
         path = executed_path(self.course_root, assignment, student, notebook)
         if self.presanitized:
-            return self._take_presanitized(path, notebook, resources)
+            submitted = Path(self.course_root) / "submitted" / student / assignment / \
+                f"{notebook}.ipynb"
+            return _take_presanitized(path, submitted, notebook), resources
         if path.exists():
             executed = nbformat.read(path, as_version=4)
             if not _take_outputs(nb, executed):
@@ -186,16 +188,15 @@ class LoadExecuted(_CourseStep):
             self._flag(resources, f["kind"], f["detail"])
         return nb, resources
 
-    def _take_presanitized(self, path: Path, notebook: str, resources):
-        assignment, student, _ = self._where(resources)
-        submitted = Path(self.course_root) / "submitted" / student / assignment / \
-            f"{notebook}.ipynb"
-        executed = nbformat.read(path, as_version=4) if path.exists() else None
-        if executed is None or \
-                executed.metadata.get(SANITIZED_FROM) != digest(submitted.read_bytes()):
-            raise _mismatch(notebook)
-        del executed.metadata[SANITIZED_FROM]
-        return executed, resources
+
+def _take_presanitized(path: Path, submitted: Path, notebook: str):
+    """Stage 2's notebook whole, if it was made from the submitted file as it is now."""
+    executed = nbformat.read(path, as_version=4) if path.exists() else None
+    if executed is None or \
+            executed.metadata.get(SANITIZED_FROM) != digest(submitted.read_bytes()):
+        raise _mismatch(notebook)
+    del executed.metadata[SANITIZED_FROM]
+    return executed
 
 
 def scratch_files(submitted: Path, release: Path, flags: list[dict]) -> dict[str, bytes]:

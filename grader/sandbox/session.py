@@ -142,14 +142,13 @@ def _host_pid(ancestor: int, ns_pid: int) -> int:
     """The pid on this machine of the process that `ancestor`'s PID namespace calls ns_pid
     (a child of `ancestor`, or further down): found by following the kernel's lists of
     children; every process of the machine is looked at only if that finds nothing."""
-    family, todo = [], _children(ancestor)
+    todo = _children(ancestor)
     while todo:
         pid = todo.pop(0)
         if _innermost_pid(pid) == ns_pid:
             return pid
-        family.append(pid)
         todo += _children(pid)
-    for pid in sorted(descendants(ancestor) - set(family)):
+    for pid in sorted(descendants(ancestor)):
         if _innermost_pid(pid) == ns_pid:
             return pid
     raise ProcessLookupError(f"no process {ns_pid} in the sandbox of process {ancestor}")
@@ -276,8 +275,13 @@ class Session:
             report, dict) else ""
 
     @property
+    def _ended(self) -> bool:
+        """Known to have ended, without asking the zygote: never started, killed, or reaped."""
+        return self.pid is None or self.exit_code is not None or self.killed
+
+    @property
     def alive(self) -> bool:
-        if self.pid is None or self.exit_code is not None or self.killed:
+        if self._ended:
             return False
         self.exit_code = zygote(self.confined).exit_code(self.pid)
         return self.exit_code is None
@@ -286,7 +290,7 @@ class Session:
         """Send one operation and wait for the answer, or raise WorkerDied."""
         from grader.sandbox import codec  # imports torch: only where students' code runs
 
-        if self.pid is None or self.killed or self.exit_code is not None:
+        if self._ended:
             # (a process that died since its last answer shows up below, as the end of its
             # socket: no question to the zygote on every request)
             raise WorkerDied(self.killed_for or "the notebook's process is not running", "crash")
