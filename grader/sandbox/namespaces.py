@@ -13,7 +13,10 @@ What the sandbox gives (each is the kernel's, set up by bwrap, not by us):
 - a minimal, explicit environment (nothing of the grader's: no database URL, no hub token);
 - an unprivileged user: when the grader runs as root, `setpriv` drops to `nobody` with no
   capabilities, an empty bounding set and no_new_privs; otherwise bwrap runs as the invoking
-  user in a new user namespace.
+  user in a new user namespace;
+- no user namespaces of its own: a second, unprivileged bwrap (`--disable-userns`) starts the
+  process, so student code cannot become "root" in a namespace it creates (`unshare -r`), which
+  would open kernel code that only such a root reaches, a common road to privilege escalation.
 """
 
 from __future__ import annotations
@@ -132,7 +135,20 @@ def command(argv: list[str], sizes: Sizes = Sizes()) -> list[str]:
         cmd += [shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",
                 f"--regid={SANDBOX_UID}", "--clear-groups", "--inh-caps=-all",
                 "--bounding-set=-all", "--no-new-privs", "--"]
-    return cmd + argv
+    return cmd + _without_user_namespaces(bwrap) + argv
+
+
+def _without_user_namespaces(bwrap: str) -> list[str]:
+    """A second bwrap, run unprivileged inside the first, that changes nothing but forbids new
+    user namespaces (bwrap offers that only with a user namespace of its own, which a bwrap run
+    as root must not have: its user would be root outside). The same files and devices: the
+    whole tree bound as it is (read-only binds stay read-only), /dev bound again so that its
+    devices still open from the new user namespace."""
+    uid = SANDBOX_UID if os.geteuid() == 0 else os.getuid()
+    gid = SANDBOX_UID if os.geteuid() == 0 else os.getgid()
+    return [bwrap, "--unshare-user", "--disable-userns", "--uid", str(uid), "--gid", str(gid),
+            "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--die-with-parent",
+            "--chdir", SCRATCH, "--"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -156,4 +172,5 @@ def probe() -> str | None:
 
 def describe() -> str:
     user = "nobody" if os.geteuid() == 0 else f"uid {os.geteuid()} in a user namespace"
-    return f"bubblewrap namespaces (pid, net, ipc, uts, mount), read-only binds, as {user}"
+    return (f"bubblewrap namespaces (pid, net, ipc, uts, mount; no new user namespaces), "
+            f"read-only binds, as {user}")

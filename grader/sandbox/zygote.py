@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 
 PRELOAD = ("torch", "torch.nn", "torch.nn.functional", "numpy",
            "IPython.core.interactiveshell", "grader.checks", "grader.sandbox.worker")
@@ -60,17 +61,30 @@ def _fork(config: dict, fd: int, server: socket.socket) -> int:
     return pid
 
 
-def _others() -> list[int]:
-    """Every process of the sandbox's PID namespace but its init and this one."""
-    me = os.getpid()
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
+def _lineage() -> set[int]:
+    """This process and its ancestors in the sandbox (its init, the bwrap that forbids user
+    namespaces): a sweep spares them."""
+    found, pid = set(), os.getpid()
+    while pid > 0 and pid not in found:
+        found.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent's pid
+    return found
+
+
+def _others(keep: set[int]) -> list[int]:
+    """Every process of the sandbox's PID namespace but those in `keep`."""
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in keep]
 
 
 def sweep(statuses: dict, setup: dict) -> dict:
     """Kill every process of the sandbox but this one, and empty the writable folders."""
-    killed = 0
+    killed, keep = 0, setup["keep"]
     for _ in range(100 if setup["sandboxed"] else 0):  # a fork bomb may still be forking
-        others = _others()
+        others = _others(keep)
         if not others:
             break
         for pid in others:
@@ -87,7 +101,7 @@ def sweep(statuses: dict, setup: dict) -> dict:
                         shutil.rmtree(entry.path, ignore_errors=True)
                     else:
                         os.unlink(entry.path)
-    return {"killed": killed, "left": len(_others()) if setup["sandboxed"] else 0}
+    return {"killed": killed, "left": len(_others(keep)) if setup["sandboxed"] else 0}
 
 
 def serve(sock: socket.socket, setup: dict) -> None:
@@ -151,7 +165,7 @@ def main() -> None:
     """argv: the socket's file descriptor, and a JSON setup: {"sandboxed": bool (inside
     namespaces.py's sandbox: the sweep may kill every other process it sees), "empty": [the
     folders a sweep empties]}."""
-    setup = json.loads(sys.argv[2])
+    setup = {**json.loads(sys.argv[2]), "keep": _lineage()}
     # Orphans of a worker (double forks, setsid) become ours, so a sweep finds them all; and
     # nothing of the same user may read or trace this process's memory.
     with contextlib.suppress(OSError):

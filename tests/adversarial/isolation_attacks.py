@@ -104,6 +104,15 @@ for name in ("solutions.select", "grader.demo.sample_class", "solutions"):
         _use(inspect.getsource(module))
     except Exception as e:
         print("blocked:", name, type(e).__name__)''', flags={"suspicious"}),
+        Attack("c2_user_namespace", "becomes root in a user namespace of its own (`unshare "
+               "-r`), unmounts what hides the reference and reads it", code=STEAL + f'''
+import subprocess
+script = ("id -u; umount -l {repo}/solutions {repo}/grader/demo 2>&1; "
+          "cat {repo}/solutions/select.py")
+run = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script],
+                     capture_output=True, text=True)
+print("USERNS", "made" if run.stdout.startswith("0") else "refused", run.stderr[-300:])
+_use(run.stdout)''', flags={"suspicious"}),
         Attack("c2_network", "sends UDP, connects over TCP, to a Unix socket, an abstract "
                "socket and PostgreSQL's socket", code=f'''
 import socket

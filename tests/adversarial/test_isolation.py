@@ -238,9 +238,11 @@ def test_no_secret_in_any_feedback_page_or_graded_notebook(graded):
 
 
 def test_stolen_reference_never_ran(graded):
-    for name in ("c2_read_files", "c2_answer_key", "c6_installed_files", "c6_search_packages"):
+    for name in ("c2_read_files", "c2_answer_key", "c2_user_namespace", "c6_installed_files",
+                 "c6_search_packages"):
         assert "STOLEN" not in _outputs(graded["course"], name), name
     assert "blocked" in _outputs(graded["course"], "c2_read_files")
+    assert "USERNS refused" in _outputs(graded["course"], "c2_user_namespace")
 
 
 def test_the_next_student_finds_a_clean_slate(graded):

@@ -130,6 +130,32 @@ def test_student_exceptions_come_back_as_builtin_types_only(session):
         link.get("odd")()
 
 
+def test_student_code_cannot_make_a_user_namespace(session):
+    """Being "root" in a user namespace of one's own (`unshare -r`) opens kernel code that only
+    such a root reaches: the sandbox forbids creating one, by a system call or by the tool."""
+    if not session.confined.sandboxed:
+        pytest.skip("no sandbox on this machine")
+    session.request({"op": "run", "source": """
+import ctypes, os, subprocess
+
+def by_system_call():  # in a child: unshare(CLONE_NEWUSER) needs a single-threaded process
+    pid = os.fork()
+    if pid == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        os._exit(0 if libc.unshare(0x10000000) == 0 else ctypes.get_errno() or 255)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+def by_tool():
+    run = subprocess.run(["unshare", "--user", "--map-root-user", "id", "-u"],
+                         capture_output=True, text=True)
+    return run.returncode, run.stdout.strip()
+"""})
+    link = Link(session)
+    assert link.get("by_system_call")() != 0, "unshare(CLONE_NEWUSER) succeeded"
+    code, uid = link.get("by_tool")()
+    assert code != 0 and uid != "0", f"`unshare -r id -u` printed {uid!r}"
+
+
 def test_a_hanging_cell_is_killed_within_its_timeout(session):
     session.limits.cell_timeout = 1
     with pytest.raises(WorkerDied, match="longer than"):
