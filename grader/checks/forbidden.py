@@ -68,15 +68,18 @@ def forbidden_builtins(namespace: dict | None = None, extra=()):
     ACTIVE = [name for _, _, name in [*ATTENTION, *extra]]
     saved = []  # (owner, attribute, value before; _MISSING if the owner only inherited it)
     try:
+        originals = {}  # id of a built-in: (the built-in, its name)
         for owner, attr, name in [*ATTENTION, *extra]:
             original = getattr(owner, attr)
             own = vars(owner).get(attr, _MISSING) if isinstance(owner, type) else original
             saved.append((owner, attr, own))
             setattr(owner, attr, _blocked(name))
-            for var, value in list(namespace.items()):
-                if value is original:
-                    saved.append((namespace, var, original))
-                    namespace[var] = _blocked(name)
+            originals.setdefault(id(original), (original, name))
+        for var, value in list(namespace.items()):  # one pass, however many are switched off
+            original, name = originals.get(id(value), (None, None))
+            if original is not None and value is original:
+                saved.append((namespace, var, original))
+                namespace[var] = _blocked(name)
         yield
     finally:
         ACTIVE = outer

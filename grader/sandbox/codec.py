@@ -118,7 +118,7 @@ def decode_tensor(node: dict) -> torch.Tensor:
     if node.get("device") == "meta":
         return torch.empty(shape, dtype=dtype, device="meta")
     raw = base64.b64decode(node.get("data", ""), validate=True)
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = dtype.itemsize
     if len(raw) != numel * itemsize:
         raise CodecError(f"tensor data has {len(raw)} bytes, its shape {shape} needs "
                          f"{numel * itemsize}")

@@ -1,0 +1,41 @@
+"""Gradebooks opened during a grading run share one engine, its table check and its connections."""
+
+from __future__ import annotations
+
+import nbgrader.api
+import sqlalchemy
+from nbgrader.api import Gradebook
+from sqlalchemy import MetaData, event
+
+from grader.course import setup_process
+from grader.engines import shared_engines
+
+
+def test_gradebooks_of_a_run_share_one_engine_one_table_check_and_their_connections(
+        tmp_path, monkeypatch):
+    setup_process()  # nbgrader runs `alembic` when it creates a gradebook
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    checks, connects, engines = [], [], set()
+    check = MetaData.create_all
+
+    def counted(self, bind, **kwargs):
+        checks.append(bind)
+        return check(self, bind=bind, **kwargs)
+
+    monkeypatch.setattr(MetaData, "create_all", counted)
+    with shared_engines():
+        with Gradebook(url, "course") as gb:
+            gb.add_student("ada")
+            event.listen(gb.engine, "connect", lambda *args: connects.append(args))
+        for _ in range(5):
+            with Gradebook(url, "course") as gb:
+                engines.add(gb.engine)
+                assert gb.find_student("ada").id == "ada"  # what an earlier one wrote
+    assert len(engines) == 1 and len(checks) == 1, (len(engines), len(checks))
+    assert not connects, f"{len(connects)} new connections for five openings"
+    # The run over, nbgrader is as it was: each opening makes its own engine and checks again.
+    assert nbgrader.api.create_engine is sqlalchemy.create_engine
+    assert "create_all" not in vars(nbgrader.api.Base.metadata)
+    with Gradebook(url, "course") as gb:
+        assert gb.engine not in engines
+    assert len(checks) == 2
