@@ -1,7 +1,14 @@
 """PyTorch warmed up on import, for the grading pool's fork server (grader.parallel.PRELOAD),
 which can only import modules: each operator's first use (the meta device's a second of it) is
-then paid once per grading command, not once per pool process. See zygote.warm_up."""
+then paid once per grading command, not once per pool process. See zygote.warm_up.
 
-from grader.sandbox.zygote import warm_up
+The fork server ends when the grading command does; its end skips the interpreter's teardown
+(zygote.exit_now): registered last, this runs first of its exit handlers. Processes forked from
+it never run these handlers (multiprocessing ends them with os._exit)."""
+
+import atexit
+
+from grader.sandbox.zygote import exit_now, warm_up
 
 warm_up()
+atexit.register(exit_now)

@@ -186,6 +186,18 @@ def main() -> None:
     sock.sendall(json.dumps({"ready": True, "cpu": time.process_time() - started,
                              "uid": os.getuid(), "pid": os.getpid()}).encode() + b"\n")
     serve(sock, setup)
+    exit_now()
+
+
+def exit_now(code: int = 0) -> None:
+    """End this process without tearing the interpreter down: with torch loaded (and its
+    compiler's modules, which the warm-up imports) that takes most of a second of CPU, at the
+    end of every grading run, and here nothing is left to write (the answers went out on the
+    socket, this process's files are in a sandbox that goes with it)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -145,3 +145,29 @@ def test_a_new_students_process_is_found_without_scanning_proc(monkeypatch):
     finally:
         s.close()
     assert scans == []
+
+
+# An exit handler registered first runs last: it runs only if the process tears itself down.
+_TEARDOWN = "import atexit\natexit.register(lambda: print('teardown ran', flush=True))\n"
+
+
+def test_the_fork_server_ends_without_tearing_torch_down():
+    # Tearing down an interpreter that loaded torch costs most of a second of CPU, at the end of
+    # every grading run: the fork server's exit handlers stop at the one its preload registers.
+    assert _fresh(_TEARDOWN + "import grader.sandbox.warmed\nprint('served')") == "served"
+
+
+def test_a_sandbox_server_ends_without_tearing_torch_down():
+    import socket
+
+    ours, theirs = socket.socketpair()
+    setup = json.dumps({"sandboxed": False, "empty": []})
+    code = _TEARDOWN + "from grader.sandbox.zygote import main\nmain()"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(theirs.fileno()), setup],
+                            pass_fds=[theirs.fileno()], stdout=subprocess.PIPE, text=True)
+    theirs.close()
+    with ours.makefile("rb") as answers:
+        assert json.loads(answers.readline())["ready"] is True
+    ours.close()  # the grader is gone: the server ends
+    out, _ = proc.communicate(timeout=60)
+    assert (proc.returncode, out.strip()) == (0, "")
