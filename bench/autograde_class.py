@@ -233,12 +233,13 @@ def process_cpu(code: str, repeats: int = 3) -> float:
 
 def startup_parts(workers: int) -> list[tuple[str, float]]:
     """Where the start-up goes, each part measured on its own (CPU seconds)."""
-    from grader.parallel import PRELOAD
+    from grader.parallel import preload_for
     from grader.sandbox import session
 
     command = process_cpu("import grader.cli, grader.autograde, grader.sanitize, "
                           "nbgrader.apps")
-    server = process_cpu("; ".join(f"import {m}" for m in PRELOAD))
+    server = process_cpu("; ".join(f"import {m}" for m in
+                                   preload_for(REPO / "assignments" / ASSIGNMENT)))
     confined = session.confinement()
     zygotes = []
     for _ in range(3):

@@ -113,7 +113,7 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
 
 def _autograde(course, assignment, submissions, progress, limits, workers, scheduler, force,
                unconfined) -> list[Result]:
-    from grader.parallel import make_pool
+    from grader.parallel import make_pool, preload_for
 
     if submissions is None:
         from grader.collect import load_record
@@ -152,7 +152,8 @@ def _autograde(course, assignment, submissions, progress, limits, workers, sched
     workers = min(workers or os.cpu_count() or 1, max(len(todo), 1))  # no idle processes
     # Started before stage 1: its processes import torch and start their sandboxes while this
     # process prepares the notebooks.
-    pool = make_pool(workers, scheduler, unconfined) if todo else None
+    preload = preload_for(course.source / assignment)
+    pool = make_pool(workers, scheduler, unconfined, preload) if todo else None
     try:
         for student, folder in todo.items():
             task, error, flags[student] = prepare(course, assignment, student, folder, limits,
@@ -215,7 +216,7 @@ def _autograde(course, assignment, submissions, progress, limits, workers, sched
                 progress(f"  worker pool failed ({type(e).__name__}: {e}); restarting it")
                 with contextlib.suppress(Exception):
                     pool.close()
-                pool = make_pool(workers, scheduler, unconfined)
+                pool = make_pool(workers, scheduler, unconfined, preload)
                 for student in waiting:
                     submit(student)
                 continue
@@ -226,7 +227,7 @@ def _autograde(course, assignment, submissions, progress, limits, workers, sched
                 progress(f"  watchdog: {', '.join(stuck)} still running after {bound:.0f} s; "
                          "stopping them and restarting the pool")
                 pool.kill()
-                pool = make_pool(workers, scheduler, unconfined)
+                pool = make_pool(workers, scheduler, unconfined, preload)
                 waiting, running = list(running.values()), {}
                 for student in waiting:
                     if student in stuck:

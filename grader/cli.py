@@ -83,9 +83,10 @@ def _a_class(args) -> bool:
 
 def cmd_autograde(args) -> int:
     if _a_class(args):
-        from grader.parallel import start_fork_server
+        from grader.parallel import preload_for, start_fork_server
 
-        start_fork_server()  # importing torch there while this process imports nbgrader
+        # importing torch there while this process imports nbgrader
+        start_fork_server(preload_for(_course(args).source / args.assignment))
     from grader.autograde import autograde
 
     limits = {k: v for k, v in (("cell_timeout", args.cell_timeout),

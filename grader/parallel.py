@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -69,6 +70,24 @@ PRELOAD = ["grader.parallel", "grader.sandbox.judge", "grader.checks", "torch",
            "grader.sandbox.warmed"]
 
 
+def preload_for(source: Path | None) -> list[str]:
+    """PRELOAD, then the modules that an assignment's notebooks (in `source`, the instructor's
+    folder) declare their tests import on first use, in their metadata `grader.judge_preload`:
+    PyTorch imports its compiler (`torch._dynamo`, a second or more) on the first use of its
+    profiler, and its symbolic shapes (`torch.fx.experimental.symbolic_shapes`, half a second)
+    on some Python-written operations. Declared, they are imported once by the fork server;
+    undeclared, once by each pool process that needs them (time, never a grade)."""
+    declared = []
+    for path in sorted(Path(source).glob("*.ipynb")) if source else []:
+        try:
+            wanted = json.loads(path.read_text())["metadata"].get("grader", {})["judge_preload"]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if isinstance(wanted, list):
+            declared += [m for m in wanted if isinstance(m, str) and m not in PRELOAD + declared]
+    return PRELOAD + declared
+
+
 def _pool_init(unconfined: bool):
     import torch
 
@@ -88,36 +107,37 @@ def _started() -> int:
     return os.getpid()
 
 
-def _context():
-    """Pool processes forked from a server that has imported PRELOAD (a fresh, single-threaded
-    interpreter: forking this process, with its threads and database connections, is unsafe)."""
+def _context(preload: list[str]):
+    """Pool processes forked from a server that has imported `preload` (a fresh, single-threaded
+    interpreter: forking this process, with its threads and database connections, is unsafe).
+    The server is one per process: the first preload it was started with stays."""
     import multiprocessing
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD)
+    context.set_forkserver_preload(preload)
     return context
 
 
-def start_fork_server() -> None:
+def start_fork_server(preload: list[str] = PRELOAD) -> None:
     """Start the pool's fork server now, before a pool is made: it imports torch (seconds) while
     the command imports nbgrader and prepares the notebooks. (Were nothing left to grade, its
     start-up is spent for nothing, in the background.)"""
     from multiprocessing import forkserver
 
-    _context()  # what it preloads
+    _context(preload)  # what it imports
     forkserver.ensure_running()
 
 
 class LocalPool:
     """Submissions executed by N processes on this machine."""
 
-    def __init__(self, workers: int, unconfined: bool = False):
+    def __init__(self, workers: int, unconfined: bool = False, preload: list[str] = PRELOAD):
         import threading
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers
-        self.pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_pool_init,
-                                        initargs=(unconfined,))
+        self.pool = ProcessPoolExecutor(workers, mp_context=_context(preload),
+                                        initializer=_pool_init, initargs=(unconfined,))
         # The executor starts a process per task submitted while none is idle, and the first
         # start waits for the fork server to import torch: started here, in the background, all
         # of them, so that start-up overlaps with the command's own work.
@@ -209,8 +229,9 @@ class DaskPool:
         self.close()
 
 
-def make_pool(workers: int | None, scheduler: str | None, unconfined: bool = False):
+def make_pool(workers: int | None, scheduler: str | None, unconfined: bool = False,
+              preload: list[str] = PRELOAD):
     if scheduler:
         return DaskPool(scheduler)
     workers = workers or os.cpu_count() or 1
-    return InProcess() if workers == 1 else LocalPool(workers, unconfined)
+    return InProcess() if workers == 1 else LocalPool(workers, unconfined, preload)

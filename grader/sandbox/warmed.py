@@ -1,6 +1,7 @@
 """PyTorch warmed up on import, for the grading pool's fork server (grader.parallel.PRELOAD),
-which can only import modules: each operator's first use (the meta device's a second of it) is
-then paid once per grading command, not once per pool process. See zygote.warm_up.
+which can only import modules: each operator's first use is then paid once per grading command,
+not once per pool process. See zygote.warm_up. (Not the meta device's, which imports PyTorch's
+compiler: the judge's tests of most assignments never need it, and those that do declare it.)
 
 The fork server ends when the grading command does; its end skips the interpreter's teardown
 (zygote.exit_now): registered last, this runs first of its exit handlers. Processes forked from

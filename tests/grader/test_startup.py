@@ -171,3 +171,32 @@ def test_a_sandbox_server_ends_without_tearing_torch_down():
     ours.close()  # the grader is gone: the server ends
     out, _ = proc.communicate(timeout=60)
     assert (proc.returncode, out.strip()) == (0, "")
+
+
+def test_the_judges_fork_server_imports_pytorchs_compiler_only_where_declared():
+    # The sandbox's server imports PyTorch's compiler (the meta device's first use: a second or
+    # more); the judge's fork server only for an assignment whose tests need it (its profiler).
+    from grader.course import REPO
+    from grader.parallel import preload_for
+
+    code = ("import json, sys\nfor name in {!r}:\n    __import__(name)\n"
+            "print(json.dumps([m for m in ('torch._dynamo', 'sympy') if m in sys.modules]))")
+    plain = preload_for(REPO / "assignments" / "self_attention")
+    declared = preload_for(REPO / "assignments" / "efficient_attention")
+    assert declared == [*plain, "torch._dynamo"]
+    assert json.loads(_fresh(code.format(plain))) == []
+    assert json.loads(_fresh(code.format(declared))) == ["torch._dynamo", "sympy"]
+
+
+def test_what_a_notebook_declares_for_the_judge_is_read_with_care(tmp_path):
+    from grader.parallel import PRELOAD, preload_for
+
+    def notebook(name, metadata):
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps({"metadata": metadata, "cells": []}))
+
+    notebook("a", {"grader": {"judge_preload": ["sympy", "torch", 3]}})
+    notebook("b", {"grader": {"judge_preload": "torch._dynamo"}})  # not a list: ignored
+    notebook("c", {"grader": {"judge_preload": ["sympy", "numpy"]}})
+    (tmp_path / "d.ipynb").write_text("{not json")
+    assert preload_for(tmp_path) == [*PRELOAD, "sympy", "numpy"]
+    assert preload_for(None) == PRELOAD == preload_for(tmp_path / "missing")
