@@ -81,7 +81,8 @@ def _others(keep: set[int]) -> list[int]:
 
 
 def sweep(statuses: dict, setup: dict) -> dict:
-    """Kill every process of the sandbox but this one, and empty the writable folders."""
+    """Kill every process of the sandbox but this one and its ancestors, and empty the writable
+    folders."""
     killed, keep = 0, setup["keep"]
     for _ in range(100 if setup["sandboxed"] else 0):  # a fork bomb may still be forking
         others = _others(keep)
