@@ -88,7 +88,7 @@ def preload_for(source: Path | None) -> list[str]:
     return PRELOAD + declared
 
 
-def _pool_init(unconfined: bool):
+def _pool_init(unconfined: bool, launched: list, taken):
     import torch
 
     from grader.course import setup_process
@@ -96,11 +96,20 @@ def _pool_init(unconfined: bool):
 
     setup_process()
     torch.set_num_threads(1)  # one pool process per core already
-    # This process's sandbox, started now (the first task would start it otherwise): while the
-    # command is still preparing the notebooks. A failure here is met again, and reported, by
-    # the first task.
+    # One of the sandbox servers the command launched with the pool (they import torch while
+    # the fork server does); each process takes a different one and closes the others' sockets.
+    # A process that finds none left (a pool made again) starts its own on first use.
+    with taken.get_lock():
+        mine = taken.value
+        taken.value += 1
+    for i, other in enumerate(launched):
+        if i != mine:
+            other.sock.close()
+    # Its sandbox ready now (the first task would wait for it otherwise): while the command is
+    # still preparing the notebooks. A failure here is met again, and reported, by the first
+    # task.
     with contextlib.suppress(Exception):
-        zygote(confinement(unconfined))
+        zygote(confinement(unconfined), launched[mine] if mine < len(launched) else None)
 
 
 def _started() -> int:
@@ -135,9 +144,19 @@ class LocalPool:
         import threading
         from concurrent.futures import ProcessPoolExecutor
 
+        from grader.sandbox.session import confinement, launch
+
         self.workers = workers
-        self.pool = ProcessPoolExecutor(workers, mp_context=_context(preload),
-                                        initializer=_pool_init, initargs=(unconfined,))
+        context = _context(preload)
+        # A sandbox server per process, launched now, so that each imports torch while the fork
+        # server does (the pool's processes, forked from it, would start theirs only after it).
+        self.launched = []
+        with contextlib.suppress(Exception):  # a failure is met again, and reported, by a task
+            confined = confinement(unconfined)
+            self.launched = [launch(confined) for _ in range(workers)]
+        handed = [handle for handle, _ in self.launched]
+        self.pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_pool_init,
+                                        initargs=(unconfined, handed, context.Value("i", 0)))
         # The executor starts a process per task submitted while none is idle, and the first
         # start waits for the fork server to import torch: started here, in the background, all
         # of them, so that start-up overlaps with the command's own work.
@@ -146,7 +165,22 @@ class LocalPool:
     def _start_processes(self):
         with contextlib.suppress(Exception):  # a pool closed meanwhile: nothing to start
             for _ in range(self.workers):
-                self.pool.submit(_started)
+                self.pool.submit(_started)  # starting a process sends it the sockets
+        self._let_go()
+
+    def _let_go(self) -> None:
+        """Close this process's ends of the servers' sockets (the pool's processes have theirs):
+        a server then ends when the process that took it does."""
+        for handle, _ in self.launched:
+            handle.sock.close()
+
+    def _reap(self, kill: bool) -> None:
+        self._let_go()
+        for _, proc in self.launched:
+            with contextlib.suppress(Exception):
+                if kill:
+                    proc.kill()
+                proc.wait(5)
 
     def submit(self, task: Task):
         return self.pool.submit(execute, task)
@@ -158,14 +192,16 @@ class LocalPool:
 
     def close(self):
         self.pool.shutdown(cancel_futures=True)
+        self._reap(kill=False)
 
     def kill(self):
-        """End the pool now, whatever its processes are doing (their sandboxes die with them)."""
+        """End the pool now, whatever its processes are doing, and their sandboxes."""
         for process in list((self.pool._processes or {}).values()):
             with contextlib.suppress(Exception):
                 process.kill()
         with contextlib.suppress(Exception):
             self.pool.shutdown(wait=False, cancel_futures=True)
+        self._reap(kill=True)
 
 
 class InProcess:

@@ -69,42 +69,68 @@ def confinement(unconfined: bool = False) -> Confinement:
                        why_not=why or ("the instructor asked for it" if unconfined else ""))
 
 
-class Zygote:
-    """The grader's handle on zygote.py: one per grading process, started on first use."""
+@dataclass
+class Launched:
+    """A sandbox server as its launcher hands it over (to a grading process of the pool, which
+    may be another process: the socket travels as a file descriptor)."""
 
-    def __init__(self, confined: Confinement):
+    sock: socket.socket  # the grader's end
+    pid: int  # the launched process (bwrap's, when sandboxed), as this machine knows it
+    scratch: str  # the student's working folder, as the server sees it
+    started: float  # time.monotonic() at the launch (one clock for every process here)
+
+
+def launch(confined: Confinement) -> tuple[Launched, subprocess.Popen]:
+    """Start a sandbox server (zygote.py) without waiting for it to import torch."""
+    sock, theirs = socket.socketpair()
+    if confined.sandboxed:
+        scratch = namespaces.SCRATCH
+        setup = {"sandboxed": True, "empty": [scratch, "/tmp", "/dev/shm"]}
+    else:
+        scratch = tempfile.mkdtemp(prefix="grade-scratch-")
+        setup = {"sandboxed": False, "empty": [scratch]}
+    argv = [sys.executable, "-m", "grader.sandbox.zygote", str(theirs.fileno()),
+            json.dumps(setup)]
+    env = namespaces.environment()
+    if not confined.sandboxed:  # no private /tmp: everything of the student's in scratch
+        env.update(HOME=scratch, TMPDIR=scratch, IPYTHONDIR=f"{scratch}/.ipython",
+                   MPLCONFIGDIR=f"{scratch}/.matplotlib")
+    started = time.monotonic()
+    proc = subprocess.Popen(namespaces.command(argv) if confined.sandboxed else argv,
+                            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env, cwd=scratch if not confined.sandboxed else None)
+    theirs.close()
+    return Launched(sock, proc.pid, scratch, started), proc
+
+
+class Zygote:
+    """The grader's handle on zygote.py: one per grading process, started on first use, or
+    launched earlier by the grading command and handed over (`launched`)."""
+
+    def __init__(self, confined: Confinement, launched: Launched | None = None):
         self.confined = confined
-        self.sock, theirs = socket.socketpair()
-        if confined.sandboxed:
-            self.scratch = namespaces.SCRATCH
-            setup = {"sandboxed": True, "empty": [self.scratch, "/tmp", "/dev/shm"]}
-        else:
-            self.scratch = tempfile.mkdtemp(prefix="grade-scratch-")
-            setup = {"sandboxed": False, "empty": [self.scratch]}
-        argv = [sys.executable, "-m", "grader.sandbox.zygote", str(theirs.fileno()),
-                json.dumps(setup)]
-        env = namespaces.environment()
-        if not confined.sandboxed:  # no private /tmp: everything of the student's in scratch
-            env.update(HOME=self.scratch, TMPDIR=self.scratch,
-                       IPYTHONDIR=f"{self.scratch}/.ipython",
-                       MPLCONFIGDIR=f"{self.scratch}/.matplotlib")
-        started = time.monotonic()
-        self.proc = subprocess.Popen(namespaces.command(argv) if confined.sandboxed else argv,
-                                     pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     env=env, cwd=self.scratch if not confined.sandboxed else None)
-        theirs.close()
+        self.proc = None  # the server's Popen, where this process launched it
+        if launched is None:
+            launched, self.proc = launch(confined)
+        self.sock, self.scratch, self.pid = launched.sock, launched.scratch, launched.pid
         self.lock = threading.Lock()
         self.reader = self.sock.makefile("rb")
         ready = json.loads(self.reader.readline() or b"{}")
         if ready.get("ready") is not True:
             error = self.proc.stderr.read().decode(errors="replace")[-1000:] if \
-                self.proc.poll() is not None else ""
+                self.proc is not None and self.proc.poll() is not None else ""
             raise RuntimeError(f"the grader's worker server did not start: {error}")
-        self.start_seconds = time.monotonic() - started
+        self.start_seconds = time.monotonic() - launched.started
         self.start_cpu = float(ready.get("cpu", 0.0))
-        self.host_pid = _host_pid(self.proc.pid, ready["pid"]) if confined.sandboxed \
-            else self.proc.pid
+        self.host_pid = _host_pid(self.pid, ready["pid"]) if confined.sandboxed else self.pid
+
+    @property
+    def running(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is None
+        fields = _stat_fields(self.host_pid)  # not our child: its state, zombie or gone
+        return fields is not None and fields[0] not in "ZX"
 
     def _ask(self, request: dict, fds=()) -> dict:
         with self.lock:
@@ -129,11 +155,19 @@ class Zygote:
             return  # stopped already
         self.reader.close()
         self.sock.close()  # the zygote sees the end of its socket and exits
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        if self.proc is not None:
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        else:  # its launcher reaps it
+            deadline = time.monotonic() + 5
+            while self.running and time.monotonic() < deadline:
+                time.sleep(0.01)
+            with contextlib.suppress(OSError):
+                if self.running:
+                    os.kill(self.host_pid, signal.SIGKILL)
         if not self.confined.sandboxed:
             shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -176,13 +210,14 @@ def _children(pid: int) -> list[int]:
 _zygotes: dict[tuple[Confinement, int], Zygote] = {}
 
 
-def zygote(confined: Confinement) -> Zygote:
+def zygote(confined: Confinement, launched: Launched | None = None) -> Zygote:
     """This thread's zygote. One per thread, because a sweep ends every process in its sandbox:
-    two students graded at once (a Dask worker's threads) must never share one."""
+    two students graded at once (a Dask worker's threads) must never share one. `launched`:
+    a server started for this thread by another process, taken if it has none running."""
     key = (confined, threading.get_ident())
     z = _zygotes.get(key)
-    if z is None or z.proc.poll() is not None:
-        z = _zygotes[key] = Zygote(confined)
+    if z is None or not z.running:
+        z = _zygotes[key] = Zygote(confined, launched)
         atexit.register(z.stop)
         # A process-pool worker ends through multiprocessing, which skips atexit but runs
         # these finalizers: the sandbox is gone before the grading run reports its end.

@@ -86,12 +86,15 @@ def _sandbox_of_this_process(_=None):
     from grader.sandbox import session
 
     time.sleep(2)  # both pool processes get one call each
-    return os.getpid(), [z.proc.poll() is None for z in session._zygotes.values()]
+    return os.getpid(), [(z.running, session._stat(z.pid)[0], z.pid)
+                         for z in session._zygotes.values()]
 
 
 def test_pool_processes_start_their_sandboxes_before_any_task():
-    # Start-up overlaps with the command's own work (stage 1): the processes, and the sandbox
-    # of each, are started when the pool is made, not when the first notebook arrives.
+    # Start-up overlaps with the command's own work (stage 1): the sandbox servers are
+    # launched by the command when the pool is made (they import torch while the fork server
+    # does), each taken by one of the pool's processes before the first notebook arrives.
+    import os
     import time
 
     from grader.parallel import LocalPool
@@ -107,7 +110,11 @@ def test_pool_processes_start_their_sandboxes_before_any_task():
     finally:
         pool.close()
     assert len(seen) == 2
-    assert all(sandboxes == [True] for sandboxes in seen.values())  # one live sandbox each
+    assert all(len(sandboxes) == 1 for sandboxes in seen.values())  # one sandbox each
+    (running, launcher, one), = seen.popitem()[1]
+    (running_too, launcher_too, other), = seen.popitem()[1]
+    assert running and running_too and one != other
+    assert launcher == launcher_too == os.getpid()  # launched here, by the command
 
 
 def test_the_fork_server_starts_importing_torch_before_any_pool_exists():
