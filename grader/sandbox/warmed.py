@@ -4,8 +4,9 @@ not once per pool process. See zygote.warm_up. (Not the meta device's, which imp
 compiler: the judge's tests of most assignments never need it, and those that do declare it.)
 
 The fork server ends when the grading command does; its end skips the interpreter's teardown
-(zygote.exit_now): registered last, this runs first of its exit handlers. Processes forked from
-it never run these handlers (multiprocessing ends them with os._exit)."""
+(zygote.exit_now, an exit handler: it runs before every handler registered earlier, torch's
+among them). Processes forked from it never run exit handlers (multiprocessing ends them with
+os._exit)."""
 
 import atexit
 

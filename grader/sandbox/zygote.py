@@ -200,10 +200,9 @@ def main() -> None:
 
 
 def exit_now(code: int = 0) -> None:
-    """End this process without tearing the interpreter down: with torch loaded (and its
-    compiler's modules, which the warm-up imports) that takes most of a second of CPU, at the
-    end of every grading run, and here nothing is left to write (the answers went out on the
-    socket, this process's files are in a sandbox that goes with it)."""
+    """End a server of the grading run without tearing its interpreter down: with torch loaded
+    (and the compiler's modules a warm-up imports) that takes most of a second of CPU at the
+    end of every run. Nothing is left to write: a server answers on its socket as it serves."""
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
