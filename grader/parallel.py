@@ -98,7 +98,7 @@ def _pool_init(unconfined: bool, launched: list, taken):
     torch.set_num_threads(1)  # one pool process per core already
     # One of the sandbox servers the command launched with the pool (they import torch while
     # the fork server does); each process takes a different one and closes the others' sockets.
-    # A process that finds none left (a pool made again) starts its own on first use.
+    # A process that finds none left (more processes than servers) starts its own when needed.
     with taken.get_lock():
         mine = taken.value
         taken.value += 1
