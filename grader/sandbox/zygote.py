@@ -20,7 +20,6 @@ import signal
 import socket
 import sys
 import time
-from pathlib import Path
 
 PRELOAD = ("torch", "torch.nn", "torch.nn.functional", "numpy",
            "IPython.core.interactiveshell", "grader.checks", "grader.sandbox.worker")
@@ -64,14 +63,15 @@ def _fork(config: dict, fd: int, server: socket.socket) -> int:
 def _lineage() -> set[int]:
     """This process and its ancestors in the sandbox (its init, the bwrap that forbids user
     namespaces): a sweep spares them."""
+    from grader.sandbox.session import _stat  # /proc/PID/stat, read in one place
+
     found, pid = set(), os.getpid()
     while pid > 0 and pid not in found:
         found.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
+        parent_and_session = _stat(pid)
+        if parent_and_session is None:
             break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent's pid
+        pid = parent_and_session[0]
     return found
 
 
