@@ -200,9 +200,10 @@ def main() -> None:
 
 
 def exit_now(code: int = 0) -> None:
-    """End a server of the grading run without tearing its interpreter down: with torch loaded
+    """End a process of the grading run without tearing its interpreter down: with torch loaded
     (and the compiler's modules a warm-up imports) that takes most of a second of CPU at the
-    end of every run. Nothing is left to write: a server answers on its socket as it serves."""
+    end of every run. Nothing is left to write: a server answers on its socket as it serves,
+    and the command (grader.cli.run) calls this after every other exit handler."""
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()

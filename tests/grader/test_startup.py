@@ -180,6 +180,62 @@ def test_a_sandbox_server_ends_without_tearing_torch_down():
     assert (proc.returncode, out.strip()) == (0, "")
 
 
+# A driver for grader.cli.run: main() is replaced by the code given (its body); an object that
+# says so when the interpreter is torn down is left behind, as torch's modules are.
+_COMMAND = """
+import atexit, os, sys
+import grader.cli
+
+
+class Witness:
+    write, fd = os.write, sys.stdout.fileno()
+
+    def __del__(self):
+        self.write(self.fd, b"torn down\\n")
+
+
+witness = Witness()
+
+
+def main(argv=None):
+{body}
+
+
+grader.cli.main = main
+grader.cli.run()
+"""
+
+
+def _command(body: str) -> subprocess.CompletedProcess:
+    code = _COMMAND.format(body="\n".join("    " + line for line in body.splitlines()))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_the_command_ends_without_tearing_its_interpreter_down():
+    # `check` and grading one submission import torch in the command. Handlers registered while
+    # the command runs (the sandbox's stop, temporary folders) still run, and what it printed to
+    # a pipe (block-buffered) comes out.
+    done = _command("atexit.register(print, 'exit handler ran')\nprint('checked')\nreturn 3")
+    assert (done.returncode, done.stdout) == (3, "checked\nexit handler ran\n")
+    plain = subprocess.run([sys.executable, "-c", _COMMAND.split("def main")[0]],
+                           capture_output=True, text=True, timeout=120)
+    assert plain.stdout == "torn down\n"  # the witness does speak at a normal teardown
+
+
+def test_the_command_keeps_every_exit_status():
+    failed = _command("raise KeyError('broken')")
+    assert failed.returncode == 1 and "KeyError: 'broken'" in failed.stderr
+    assert "torn down" not in failed.stdout
+    assert _command("raise SystemExit('usage: ...')").returncode == 1
+    assert _command("sys.exit(2)").returncode == 2
+    assert _command("return 0").returncode == 0
+    assert _command("raise KeyboardInterrupt").returncode == 130
+    unknown = subprocess.run([sys.executable, "-m", "grader", "no-such-command"],
+                             capture_output=True, text=True, timeout=120)
+    assert unknown.returncode == 2 and "invalid choice" in unknown.stderr
+
+
 def test_the_judges_fork_server_imports_pytorchs_compiler_only_where_declared():
     # The sandbox's server imports PyTorch's compiler (the meta device's first use: a second or
     # more); the judge's fork server only for an assignment whose tests need it (its profiler).
