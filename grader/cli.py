@@ -329,7 +329,7 @@ def run() -> None:
     status = 1  # an exception escapes: Python prints it, then this handler ends the process
 
     def end() -> None:
-        from grader.sandbox.zygote import exit_now
+        from grader.exits import exit_now
 
         logging.shutdown()  # registered before this handler (logging is imported by now)
         exit_now(status)

@@ -4,13 +4,14 @@ not once per pool process. See zygote.warm_up. (Not the meta device's, which imp
 compiler: the judge's tests of most assignments never need it, and those that do declare it.)
 
 The fork server ends when the grading command does; its end skips the interpreter's teardown
-(zygote.exit_now, an exit handler: it runs before every handler registered earlier, torch's
+(grader.exits.exit_now, an exit handler: it runs before every handler registered earlier, torch's
 among them). Processes forked from it never run exit handlers (multiprocessing ends them with
 os._exit)."""
 
 import atexit
 
-from grader.sandbox.zygote import exit_now, warm_up
+from grader.exits import exit_now
+from grader.sandbox.zygote import warm_up
 
 warm_up()
 atexit.register(exit_now)

@@ -21,6 +21,8 @@ import socket
 import sys
 import time
 
+from grader.exits import exit_now
+
 PRELOAD = ("torch", "torch.nn", "torch.nn.functional", "numpy",
            "IPython.core.interactiveshell", "grader.checks", "grader.sandbox.worker")
 _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
@@ -197,17 +199,6 @@ def main() -> None:
                              "uid": os.getuid(), "pid": os.getpid()}).encode() + b"\n")
     serve(sock, setup)
     exit_now()
-
-
-def exit_now(code: int = 0) -> None:
-    """End a process of the grading run without tearing its interpreter down: with torch loaded
-    (and the compiler's modules a warm-up imports) that takes most of a second of CPU at the
-    end of every run. Nothing is left to write: a server answers on its socket as it serves,
-    and the command (grader.cli.run) calls this after every other exit handler."""
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":
