@@ -16,6 +16,7 @@ from .causes import cause_lines
 from .compare import CheckFailure, expect_close, matches
 from .forbidden import forbidden_builtins
 from .hints import hint_for
+from .memo import MEMO
 
 _ACTIVE: list[list] = []  # the cases recorded by the all_cases() blocks now open
 
@@ -167,9 +168,11 @@ def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output"
 
     likely_causes: optional function of the inputs returning {cause id: outputs of that mistake}
     (a cause it leaves out behaves like the reference on these inputs).
+    Both the reference's and the mistakes' outputs are remembered for the next notebook graded
+    in this process where that is safe (memo.py).
     """
     expected = tuple(e.detach() if isinstance(e, torch.Tensor) else e
-                     for e in _as_tuple(reference_fn(*inputs)))
+                     for e in _as_tuple(MEMO.call(reference_fn, *inputs)))
     active = _ACTIVE[-1] if _ACTIVE else None
     try:
         got = run_student(student_fn, inputs, what, case, forbidden)
@@ -184,7 +187,8 @@ def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output"
         with torch.no_grad():
             record.predicted = {c: tuple(o.detach() if isinstance(o, torch.Tensor) else o
                                          for o in _as_tuple(out))
-                                for c, out in likely_causes(*inputs).items() if out is not None}
+                                for c, out in MEMO.call(likely_causes, *inputs).items()
+                                if out is not None}
     if active is not None:
         active.append(record)
     else:

@@ -145,7 +145,7 @@ class Judge:
         try:
             with contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()):
-                exec(compile(code, f"<instructor cell {index + 1}>", "exec"), self.ns)
+                exec(_compiled(code, f"<instructor cell {index + 1}>"), self.ns)
         except Exception as e:  # the instructor's code: a failure here is the grader's
             self.flag("grader", f"cell {index + 1}: the instructor's code failed on the "
                       f"grader's side ({type(e).__name__}: {e})")
@@ -183,7 +183,7 @@ class Judge:
 
     def _run_test(self, index: int, cell) -> None:
         try:
-            code = compile(cell.source, f"<test cell {index + 1}>", "exec")
+            code = _compiled(cell.source, f"<test cell {index + 1}>")
         except SyntaxError as e:
             cell.outputs = [_error("SyntaxError", f"the test cell does not compile: {e}")]
             self.flag("tampered", f"cell {index + 1}: a test cell that does not compile")
@@ -242,6 +242,12 @@ class _Unusable:
 
     def __call__(self, *a, **k):
         return self.__getattr__("")
+
+
+@functools.lru_cache(maxsize=1024)  # a class's notebooks share their instructor cells
+def _compiled(source: str, name: str):
+    """The cell's code object (immutable: every notebook's run may share it)."""
+    return compile(source, name, "exec")
 
 
 @functools.lru_cache(maxsize=4096)  # a class's notebooks share most of their cells' text
