@@ -127,10 +127,14 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         LimitOutput,
         OverwriteCells,
         OverwriteKernelspec,
-        SaveAutoGrades,
     )
 
-    from grader.preprocessors import CheckCellMetadata, ShortTracebacks, StderrIsNotFailure
+    from grader.preprocessors import (
+        CheckCellMetadata,
+        SaveAutoGradesOnce,
+        ShortTracebacks,
+        StderrIsNotFailure,
+    )
     from grader.sandbox.execute import LoadExecuted, RestoreCells
 
     c = Config()
@@ -167,7 +171,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         StderrIsNotFailure,
         ClearMetadataPreprocessor,
         LimitOutput,
-        SaveAutoGrades,
+        SaveAutoGradesOnce,
         AssignLatePenalties,
         CheckCellMetadata,
     ]

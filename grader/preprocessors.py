@@ -42,6 +42,31 @@ class ShortTracebacks(NbGraderPreprocessor):
         return cell, resources
 
 
+class SaveAutoGradesOnce(nbgrader_preprocessors.SaveAutoGrades):
+    """nbgrader's SaveAutoGrades, the same rows, written in one transaction per notebook.
+
+    nbgrader commits after each graded cell (about thirty commits a notebook, each a flush, an
+    expiry of every loaded row and a disk sync); here those commits only flush, and the
+    notebook's last cell commits them all. A notebook that fails half-way leaves no partial
+    grades behind: nothing is committed, and the submission is graded again next run.
+    """
+
+    def preprocess(self, nb, resources):
+        self._last_cell = len(nb.cells) - 1
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        db = self.gradebook.db
+        db.commit = db.flush  # what nbgrader's steps call after each cell
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        finally:
+            del db.commit
+        if cell_index == self._last_cell:
+            db.commit()
+        return cell, resources
+
+
 class _SchemaOnce(BaseMetadataValidator):
     """nbgrader's per-cell schema check with the schema's validator built once per process:
     `jsonschema.validate`, which nbgrader calls for every cell, checks the schema itself at

@@ -90,3 +90,64 @@ def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_cours
     copy.write_bytes(original)
     result = stages.record(tiny_course, api, "tiny", "good", outcome, flags)
     assert result.error is None and (result.score, result.max_score) == (5, 5)
+
+
+def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_path,
+                                                             monkeypatch):
+    """SaveAutoGradesOnce: nbgrader's rows, one commit a notebook; a notebook whose recording
+    fails half-way leaves none of its grades behind."""
+    from nbgrader import utils
+    from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    from grader.preprocessors import SaveAutoGradesOnce
+
+    inside, commits = [], []  # the student whose cells are being recorded; commits made
+    preprocess_cell = SaveAutoGradesOnce.preprocess_cell
+
+    def watched(self, cell, resources, index):
+        inside.append(resources["nbgrader"]["student"])
+        try:
+            return preprocess_cell(self, cell, resources, index)
+        finally:
+            inside.pop()
+
+    def count(session):
+        if inside:
+            commits.append(inside[-1])
+
+    monkeypatch.setattr(SaveAutoGradesOnce, "preprocess_cell", watched)
+    event.listen(Session, "after_commit", count)
+    determine_grade = utils.determine_grade
+
+    def fails_on_the_hidden_test(cell, log=None):
+        if cell.metadata["nbgrader"]["grade_id"] == "test_double_hidden":
+            raise RuntimeError("the disk is gone")
+        return determine_grade(cell, log)
+
+    try:
+        subs = tmp_path / "submissions"
+        submit(tiny_course, subs, "good", answered(tiny_course, "return 2 * x"))
+        submit(tiny_course, subs, "wrong", answered(tiny_course, "return x + 2"))
+        results = {r.student: r for r in autograde(tiny_course, "tiny", subs,
+                                                   progress=lambda m: 0)}
+        assert (results["good"].score, results["wrong"].score) == (5, 2)
+        assert sorted(commits) == ["good", "wrong"]  # nbgrader's own: 3 each (a commit per
+        # graded or answer cell)
+
+        monkeypatch.setattr(utils, "determine_grade", fails_on_the_hidden_test)
+        submit(tiny_course, subs, "unlucky", answered(tiny_course, "return 2 * x"))
+        results = {r.student: r for r in autograde(tiny_course, "tiny", subs,
+                                                   progress=lambda m: 0)}
+    finally:
+        event.remove(Session, "after_commit", count)
+    assert results["unlucky"].error
+    with Gradebook(tiny_course.db_url) as gb:
+        try:
+            grade = gb.find_grade("test_double", "tiny", "tiny", "unlucky")
+        except MissingEntry:
+            grade = None
+        assert grade is None or grade.auto_score is None, \
+            "the first test cell's grade was kept from a notebook whose recording failed"
+        assert gb.find_grade("test_double", "tiny", "tiny", "good").auto_score == 2
