@@ -12,7 +12,8 @@ In one run, on the same N synthetic submissions (the sample class's stories, rep
              sizes give CPU per notebook (the slope) and the start-up paid once (the rest);
   test work  the notebook's cells alone, executed in this interpreter, which has already
              imported torch: the work no grader can avoid (each distinct notebook R times,
-             the minimum).
+             the minimum), each notebook as in a kernel of its own (the reference outputs
+             the grader remembers across notebooks, grader/checks/memo.py, are forgotten).
 
 Prints wall times and their ratio, CPU per notebook against the test work, the start-up and
 where it goes (each part measured on its own), medians with their spread over the repeats.
@@ -147,6 +148,9 @@ def test_work(course: Course, assignment: str, students, submissions: Path,
 
 
 def _exec_cells(nb) -> float:
+    from grader.checks.memo import MEMO
+
+    MEMO.results.clear()  # as in its own kernel: the grader's memory across notebooks is ours
     ns = {"__name__": "__main__"}
     start = time.process_time()
     for cell in nb.cells:

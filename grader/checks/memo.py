@@ -23,6 +23,7 @@ import functools
 import hashlib
 import random
 import sys
+import threading
 import types
 from collections import OrderedDict
 
@@ -52,7 +53,9 @@ def _tensor_key(t: torch.Tensor) -> tuple:
 
 
 def _module_key(module: torch.nn.Module) -> tuple:
-    if not _trusted(type(module)):
+    hooks = torch.nn.modules.module
+    if not _trusted(type(module)) or hooks._global_forward_hooks or \
+            hooks._global_forward_pre_hooks:
         raise _Unkeyable
     parts = []
     for name, sub in module.named_modules():
@@ -69,9 +72,6 @@ def _callable_key(fn) -> tuple:
     if isinstance(fn, functools.partial):
         return ("partial", _callable_key(fn.func), key(fn.args), key(fn.keywords))
     if isinstance(fn, torch.nn.Module):
-        if torch.nn.modules.module._global_forward_hooks or \
-                torch.nn.modules.module._global_forward_pre_hooks:
-            raise _Unkeyable
         return _module_key(fn)
     if isinstance(fn, types.FunctionType) and fn.__closure__ is None and _trusted(fn) \
             and getattr(sys.modules.get(fn.__module__), fn.__qualname__, None) is fn:
@@ -82,11 +82,11 @@ def _callable_key(fn) -> tuple:
 def key(value) -> tuple:
     """A hashable stand-in for `value` that equals another's only if they hold the same data;
     raises _Unkeyable for anything else."""
-    if value is None or isinstance(value, (bool, int, str)):
+    if value is None or type(value) in (bool, int, str):  # not subclasses: they may hold more
         return (type(value).__name__, value)
-    if isinstance(value, float):
+    if type(value) is float:
         return ("float", value.hex())
-    if isinstance(value, (torch.dtype, torch.device)):
+    if type(value) in (torch.dtype, torch.device):
         return (type(value).__name__, str(value))
     if isinstance(value, torch.Tensor):
         return _tensor_key(value)
@@ -111,6 +111,7 @@ class Memo:
         self.results: OrderedDict = OrderedDict()
         self.random = set()  # callables seen consuming random numbers
         self.hits = self.misses = 0
+        self.lock = threading.Lock()  # a Dask worker's threads grade side by side
 
     def call(self, fn, *args):
         """fn(*args), computed once for each distinct (fn, args) that can be keyed."""
@@ -119,22 +120,25 @@ class Memo:
             k = (which, key(args), str(torch.get_default_dtype()), torch.is_grad_enabled())
         except _Unkeyable:
             return fn(*args)
-        if k in self.results:
-            self.hits += 1
-            self.results.move_to_end(k)
-            return self.results[k]
-        if which in self.random:
+        with self.lock:
+            if k in self.results:
+                self.hits += 1
+                self.results.move_to_end(k)
+                return self.results[k]
+            drew_random = which in self.random
+        if drew_random:
             return fn(*args)
         before = _random_state()
         result = fn(*args)
         after = _random_state()
-        if not torch.equal(before[0], after[0]) or before[1] != after[1]:
-            self.random.add(which)
-            return result
-        self.misses += 1
-        self.results[k] = result
-        if len(self.results) > self.max_entries:
-            self.results.popitem(last=False)
+        with self.lock:
+            if not torch.equal(before[0], after[0]) or before[1] != after[1]:
+                self.random.add(which)
+                return result
+            self.misses += 1
+            self.results[k] = result
+            if len(self.results) > self.max_entries:
+                self.results.popitem(last=False)
         return result
 
 

@@ -89,6 +89,14 @@ def test_a_module_is_keyed_by_its_weights_and_settings():
     memo.call(functools.partial(mistakes.multi_head_attention, ref), x, x, x)
     memo.call(functools.partial(mistakes.multi_head_attention, ref), x, x, x)
     assert (memo.misses, memo.hits) == (4, 2)
+    # a hook may change what any module returns: nothing with a module is looked up then
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: o)
+    try:
+        memo.call(ref, x, x, x)
+        memo.call(functools.partial(mistakes.multi_head_attention, ref), x, x, x)
+    finally:
+        handle.remove()
+    assert (memo.misses, memo.hits) == (4, 2)
 
 
 def test_what_draws_random_numbers_is_never_remembered():
