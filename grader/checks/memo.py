@@ -13,8 +13,9 @@ once. Only what is provably a function of its arguments is remembered:
 - the call consumed no random numbers (checked on its first call; a callable that did is
   never remembered again).
 
-The key holds the arguments' exact bytes, PyTorch's default dtype and grad mode. Results are
-shared between calls: callers only read them.
+The key holds the arguments' exact bytes, PyTorch's default dtype and grad mode. What is kept
+is a detached copy of each tensor of the result (an input returned as it is must not change
+with the test that owns it), shared between later calls: callers only read it.
 """
 
 from __future__ import annotations
@@ -59,11 +60,13 @@ def _module_key(module: torch.nn.Module) -> tuple:
         raise _Unkeyable
     parts = []
     for name, sub in module.named_modules():
-        if sub._forward_hooks or sub._forward_pre_hooks:
+        kind = type(sub)
+        if sub._forward_hooks or sub._forward_pre_hooks or not (
+                _trusted(kind) or kind.__module__.startswith("torch.nn.")):
             raise _Unkeyable
         settings = tuple((k, key(v)) for k, v in sorted(vars(sub).items())
                          if not k.startswith("_") and k != "training")
-        parts.append((name, type(sub).__qualname__, sub.training, settings))
+        parts.append((name, kind.__module__, kind.__qualname__, sub.training, settings))
     state = tuple((k, _tensor_key(v)) for k, v in module.state_dict(keep_vars=True).items())
     return ("module", type(module).__module__, type(module).__qualname__, tuple(parts), state)
 
@@ -99,6 +102,17 @@ def key(value) -> tuple:
     raise _Unkeyable
 
 
+def _kept(result):
+    """The result with each tensor replaced by a detached copy."""
+    if isinstance(result, torch.Tensor):
+        return result.detach().clone()
+    if type(result) in (tuple, list):
+        return type(result)(_kept(r) for r in result)
+    if type(result) is dict:
+        return {k: _kept(v) for k, v in result.items()}
+    return result
+
+
 def _random_state() -> tuple:
     return torch.random.get_rng_state(), random.getstate()
 
@@ -131,15 +145,16 @@ class Memo:
         before = _random_state()
         result = fn(*args)
         after = _random_state()
+        kept = _kept(result)
         with self.lock:
             if not torch.equal(before[0], after[0]) or before[1] != after[1]:
                 self.random.add(which)
                 return result
             self.misses += 1
-            self.results[k] = result
+            self.results[k] = kept
             if len(self.results) > self.max_entries:
                 self.results.popitem(last=False)
-        return result
+        return kept
 
 
 MEMO = Memo()  # one per grading process: its judge grades notebook after notebook

@@ -176,6 +176,25 @@ def test_only_the_reference_package_own_plain_functions_are_remembered():
         del sys.modules[trusted.__module__]
 
 
+def test_what_is_remembered_does_not_change_with_the_caller_tensors():
+    counter = []
+
+    def unchanged(x, counter=counter):  # returns its input itself
+        counter.append(1)
+        return x
+
+    trusted = _passes_for_the_reference(unchanged)
+    memo = Memo()
+    try:
+        x = torch.ones(3)
+        kept = memo.call(trusted, x)
+        x.mul_(5)  # the test that owns x changes it afterwards
+        assert torch.equal(memo.call(trusted, torch.ones(3)), torch.ones(3))
+        assert kept is not x and memo.hits == 1 and len(counter) == 1
+    finally:
+        del sys.modules[trusted.__module__]
+
+
 def test_the_memory_is_bounded():
     memo = Memo(max_entries=4)
     for n in range(10):
