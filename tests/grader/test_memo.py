@@ -113,16 +113,16 @@ def test_what_draws_random_numbers_is_never_remembered():
     assert memo.hits == 0 and not torch.equal(out[0], out[1])
 
 
-def _passes_for_the_reference(fn):
-    """Make `fn` look like the reference package's own module-level function."""
+def _passes_for_the_reference(fn, monkeypatch):
+    """Make `fn` look like the reference package's own module-level function (for this test)."""
     module = types.ModuleType(f"solutions._memo_test_{fn.__name__}")
     fn.__module__, fn.__qualname__ = module.__name__, fn.__name__
     setattr(module, fn.__name__, fn)
-    sys.modules[module.__name__] = module
+    monkeypatch.setitem(sys.modules, module.__name__, module)
     return fn
 
 
-def test_only_the_reference_package_own_plain_functions_are_remembered():
+def test_only_the_reference_package_own_plain_functions_are_remembered(monkeypatch):
     memo = Memo()
     calls = []
 
@@ -138,13 +138,10 @@ def test_only_the_reference_package_own_plain_functions_are_remembered():
             return x + len(seen)
         return inner
 
-    inner = _passes_for_the_reference(with_state())
+    inner = _passes_for_the_reference(with_state(), monkeypatch)
     x = torch.ones(3)
-    try:
-        assert torch.equal(memo.call(inner, x), x + 1)
-        assert torch.equal(memo.call(inner, x), x + 2)
-    finally:
-        del sys.modules[inner.__module__]
+    assert torch.equal(memo.call(inner, x), x + 1)
+    assert torch.equal(memo.call(inner, x), x + 2)
     memo.call(local, x)
     memo.call(local, x)
     assert len(calls) == 2 and memo.hits == memo.misses == 0
@@ -155,44 +152,38 @@ def test_only_the_reference_package_own_plain_functions_are_remembered():
         counter.append(1)
         return x + 1
 
-    trusted = _passes_for_the_reference(counted)
-    try:
-        memo.call(trusted, x)
-        memo.call(trusted, torch.ones(3))
-        assert len(counter) == 1 and memo.hits == 1
+    trusted = _passes_for_the_reference(counted, monkeypatch)
+    memo.call(trusted, x)
+    memo.call(trusted, torch.ones(3))
+    assert len(counter) == 1 and memo.hits == 1
 
-        class Proxy:  # stands for a student's object seen through the sandbox
-            def __add__(self, other):
-                return self
+    class Proxy:  # stands for a student's object seen through the sandbox
+        def __add__(self, other):
+            return self
 
-        memo.call(trusted, Proxy())
-        memo.call(trusted, Proxy())
-        assert len(counter) == 3 and memo.hits == 1  # computed each time, never looked up
-        subclass = torch.ones(3).as_subclass(type("Sub", (torch.Tensor,), {}))
-        memo.call(trusted, subclass)
-        memo.call(trusted, subclass)
-        assert len(counter) == 5  # a tensor subclass may override any operation
-    finally:
-        del sys.modules[trusted.__module__]
+    memo.call(trusted, Proxy())
+    memo.call(trusted, Proxy())
+    assert len(counter) == 3 and memo.hits == 1  # computed each time, never looked up
+    subclass = torch.ones(3).as_subclass(type("Sub", (torch.Tensor,), {}))
+    memo.call(trusted, subclass)
+    memo.call(trusted, subclass)
+    assert len(counter) == 5  # a tensor subclass may override any operation
 
 
-def test_what_is_remembered_does_not_change_with_the_caller_tensors():
+def test_what_is_remembered_does_not_change_with_the_caller_tensors(monkeypatch):
     counter = []
 
     def unchanged(x, counter=counter):  # returns its input itself
         counter.append(1)
         return x
 
-    trusted = _passes_for_the_reference(unchanged)
+    trusted = _passes_for_the_reference(unchanged, monkeypatch)
     memo = Memo()
-    try:
-        x = torch.ones(3)
-        kept = memo.call(trusted, x)
-        x.mul_(5)  # the test that owns x changes it afterwards
-        assert torch.equal(memo.call(trusted, torch.ones(3)), torch.ones(3))
-        assert kept is not x and memo.hits == 1 and len(counter) == 1
-    finally:
-        del sys.modules[trusted.__module__]
+    x = torch.ones(3)
+    kept = memo.call(trusted, x)
+    x.mul_(5)  # the test that owns x changes it afterwards
+    assert torch.equal(memo.call(trusted, torch.ones(3)), torch.ones(3))
+    assert kept is not x and memo.hits == 1 and len(counter) == 1
 
 
 def test_the_memory_is_bounded():
