@@ -125,12 +125,12 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         GetGrades,
         IgnorePattern,
         LimitOutput,
-        OverwriteCells,
         OverwriteKernelspec,
     )
 
     from grader.preprocessors import (
         CheckCellMetadata,
+        OverwriteCellsOnce,
         SaveAutoGradesOnce,
         ShortTracebacks,
         StderrIsNotFailure,
@@ -162,7 +162,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         RestoreCells,
         DeduplicateIds,
         OverwriteKernelspec,
-        OverwriteCells,
+        OverwriteCellsOnce,
         CheckCellMetadata,
     ]
     c.Autograde.autograde_preprocessors = [

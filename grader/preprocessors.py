@@ -10,6 +10,7 @@ from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from grader.cells import is_test_cell
+from grader.notebook_rows import NotebookRows
 
 
 class StderrIsNotFailure(NbGraderPreprocessor):
@@ -42,8 +43,25 @@ class ShortTracebacks(NbGraderPreprocessor):
         return cell, resources
 
 
-class SaveAutoGradesOnce(nbgrader_preprocessors.SaveAutoGrades):
-    """nbgrader's SaveAutoGrades, the same rows, written in one transaction per notebook.
+class _RowsOnce:
+    """For nbgrader's steps that look up one cell's row at a time (self.gradebook, opened by
+    their preprocess): the notebook's rows are read once (NotebookRows)."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if not isinstance(self.gradebook, NotebookRows):
+            info = resources["nbgrader"]
+            self.gradebook = NotebookRows(self.gradebook, info["notebook"], info["assignment"],
+                                          info.get("student"))
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
+class OverwriteCellsOnce(_RowsOnce, nbgrader_preprocessors.OverwriteCells):
+    """nbgrader's OverwriteCells, the same checks and changes, the notebook's rows read once."""
+
+
+class SaveAutoGradesOnce(_RowsOnce, nbgrader_preprocessors.SaveAutoGrades):
+    """nbgrader's SaveAutoGrades, the same rows, read once (_RowsOnce) and written in one
+    transaction per notebook.
 
     nbgrader commits after each graded cell (about thirty commits a notebook, each a flush, an
     expiry of every loaded row and a disk sync); here those commits only flush, and the

@@ -1,6 +1,7 @@
 """Stage 1 of grading, in the main process: each submitted notebook made safe to execute by
 nbgrader's own sanitizing steps (the list its autograde runs: ClearOutput, our RestoreCells,
-DeduplicateIds, OverwriteKernelspec, OverwriteCells from the gradebook, CheckCellMetadata)."""
+DeduplicateIds, OverwriteKernelspec, OverwriteCells from the gradebook (its rows read once),
+CheckCellMetadata)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,68 @@
+"""One notebook's rows of nbgrader's gradebook, read once instead of once per cell.
+
+nbgrader's OverwriteCells and SaveAutoGrades look up each cell's row on its own (a source cell,
+a graded cell, a grade, a comment: about seventy queries a notebook, each joining up to six
+tables). `NotebookRows` stands in for the Gradebook those steps hold: the first lookup of a kind
+reads that kind's rows for the notebook in one query, later lookups of that notebook are
+answered from them, and anything else (a name not among them, another notebook, every other
+method) goes to the gradebook itself, so what is not found raises nbgrader's own MissingEntry.
+The rows are the gradebook session's own objects: a change to one is a change nbgrader commits.
+"""
+
+from __future__ import annotations
+
+from nbgrader.api import BaseCell, Comment, Grade
+
+# The cell kinds a graded cell, a grade and a comment can belong to: nbgrader's finders try
+# the second first, so the second has a shared name.
+_GRADED, _COMMENTED = ("TaskCell", "GradeCell"), ("TaskCell", "SolutionCell")
+
+
+class NotebookRows:
+    def __init__(self, gradebook, notebook: str, assignment: str, student: str | None = None):
+        self._gradebook = gradebook
+        self._notebook, self._assignment, self._student = notebook, assignment, student
+        self._rows: dict[str, dict] = {}  # kind -> {cell name: row}
+
+    def __getattr__(self, name):
+        return getattr(self._gradebook, name)
+
+    def find_source_cell(self, name, notebook, assignment):
+        return self._find("source", (name, notebook, assignment))
+
+    def find_graded_cell(self, name, notebook, assignment):
+        return self._find("graded", (name, notebook, assignment))
+
+    def find_grade(self, grade_cell, notebook, assignment, student):
+        return self._find("grade", (grade_cell, notebook, assignment, student))
+
+    def find_comment(self, solution_cell, notebook, assignment, student):
+        return self._find("comment", (solution_cell, notebook, assignment, student))
+
+    def _find(self, kind: str, args: tuple):
+        name, where = args[0], args[1:]
+        if where == (self._notebook, self._assignment, self._student)[:len(where)]:
+            if kind not in self._rows:
+                self._rows[kind] = self._read(kind)
+            if name in self._rows[kind]:
+                return self._rows[kind][name]
+        return getattr(self._gradebook, f"find_{kind}_cell" if kind in ("source", "graded")
+                       else f"find_{kind}")(*args)
+
+    def _read(self, kind: str) -> dict:
+        gb = self._gradebook
+        if kind in ("source", "graded"):
+            notebook = gb.find_notebook(self._notebook, self._assignment)
+            if kind == "source":
+                return {cell.name: cell for cell in notebook.source_cells}
+            return {cell.name: cell for cell in notebook.task_cells + notebook.grade_cells}
+        submitted = gb.find_submission_notebook(self._notebook, self._assignment,
+                                                self._student)
+        table, order = (Grade, _GRADED) if kind == "grade" else (Comment, _COMMENTED)
+        found = gb.db.query(table, BaseCell.name, BaseCell.type) \
+            .join(BaseCell, BaseCell.id == table.cell_id) \
+            .filter(table.notebook_id == submitted.id).all()
+        rows = {}
+        for cell_type in order:
+            rows.update({name: row for row, name, t in found if t == cell_type})
+        return rows
