@@ -123,13 +123,23 @@ def plan(course_root: Path, assignment: str, student: str, overrides: dict | Non
                           root / "release" / assignment, flags)
     answers_, limits = {}, {}
     for path in sorted((root / "source" / assignment).glob("*.ipynb")):
-        source = nbformat.read(path, as_version=4)
-        answers_[path.stem] = sorted(answers.declared(
-            [c.source for c in source.cells if c.cell_type == "code" and is_solution(c)]))
+        declared, own_limits = _source_facts(path.read_bytes())
+        answers_[path.stem] = list(declared)
         values = dict(overrides or {})
-        values.update(source.metadata.get("grader", {}).get("limits", {}))  # per assignment
+        values.update(own_limits)  # per assignment
         limits[path.stem] = {k: v for k, v in values.items() if k in Limits.__dataclass_fields__}
     return Plan(files, answers_, limits, flags)
+
+
+@functools.lru_cache(maxsize=16)
+def _source_facts(data: bytes) -> tuple[tuple[str, ...], dict]:
+    """What a plan takes from the instructor's notebook (its file's bytes): the names its
+    solution cells define, and its own limits; worked out once per grading process, not once
+    per student (callers never change them)."""
+    source = nbformat.reads(data.decode("utf-8"), as_version=4)
+    declared = answers.declared(
+        [c.source for c in source.cells if c.cell_type == "code" and is_solution(c)])
+    return tuple(sorted(declared)), dict(source.metadata.get("grader", {}).get("limits", {}))
 
 
 def executed_path(course_root: Path, assignment: str, student: str, notebook: str) -> Path:
