@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
+from nbgrader import utils
 from nbgrader.apps import NbGraderAPI
+from nbgrader.converters import Autograde
+from nbgrader.converters.base import BaseConverter
 from nbgrader.coursedir import CourseDirectory
 
 from grader.course import Course, nbgrader_config, setup_process
@@ -22,7 +25,7 @@ def api_for(course: Course, limits: dict | None = None, unconfined: bool = False
     """limits: overrides of the sandbox limits (grader.sandbox.session.Limits fields);
     unconfined: the instructor's explicit choice to grade without the sandbox;
     recording: autograde only records notebooks grader.autograde sanitized and executed (its
-    stage 3): nbgrader's sanitizing pass, done in stage 1 already, is left out."""
+    stage 3): nbgrader's sanitizing pass, done in stage 1 already, is left out (RecordExecuted)."""
     setup_process()
     course.prepare()
     config = nbgrader_config(course, limits=limits)
@@ -34,7 +37,36 @@ def api_for(course: Course, limits: dict | None = None, unconfined: bool = False
         config.Autograde.autograde_preprocessors = [
             step for step in config.Autograde.autograde_preprocessors
             if step is not CheckCellMetadata]
-    return NbGraderAPI(CourseDirectory(config=config), config=config)
+    return (_RecordingAPI if recording else NbGraderAPI)(CourseDirectory(config=config),
+                                                          config=config)
+
+
+class RecordExecuted(Autograde):
+    """nbgrader's autograde converter, one pass instead of two, for notebooks that stage 1
+    sanitized and stage 2 executed. nbgrader's first pass would read the submission, run the
+    (here empty) sanitizing steps and write it for the second to read again; here the autograde
+    steps run on the submission as read, and their first, LoadExecuted (presanitized), puts
+    the executed notebook in its place, refusing one not made from that very file."""
+
+    def _init_preprocessors(self) -> None:
+        self.exporter._preprocessors = []
+        for step in self.autograde_preprocessors:
+            self.exporter.register_preprocessor(step)
+
+    def convert_single_notebook(self, notebook_filename: str) -> None:
+        self._init_preprocessors()
+        with utils.setenv(NBGRADER_EXECUTION="autograde"):
+            BaseConverter.convert_single_notebook(self, notebook_filename)
+
+
+class _RecordingAPI(NbGraderAPI):
+    def autograde(self, assignment_id, student_id, force=True, create=True):
+        """nbgrader's NbGraderAPI.autograde with RecordExecuted as the converter."""
+        with utils.temp_attrs(self.coursedir, assignment_id=assignment_id,
+                              student_id=student_id):
+            app = RecordExecuted(coursedir=self.coursedir, parent=self)
+            app.force, app.create_student = force, create
+            return utils.capture_log(app)
 
 
 def reason(result: dict) -> str:

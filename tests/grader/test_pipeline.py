@@ -68,9 +68,12 @@ def test_reason_prefers_the_exception_line():
     assert reason({"success": False, "log": "[ERROR] plain failure"}) == "plain failure"
 
 
-def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_course, tmp_path):
+def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_course, tmp_path,
+                                                                      monkeypatch):
     # Stage 3 does not sanitize again: it takes stage 2's notebook whole, and only when that
     # was made from the submitted file as it is now (its SHA-256, written in stage 1).
+    from nbgrader.converters.base import BaseConverter
+
     from grader import autograde as stages
     from grader.parallel import execute
 
@@ -88,8 +91,13 @@ def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_cours
     changed = stages.record(tiny_course, api, "tiny", "good", outcome, flags)
     assert changed.error and "does not match" in changed.error and changed.infrastructure
     copy.write_bytes(original)
+    written = []
+    write = BaseConverter.write_single_notebook
+    monkeypatch.setattr(BaseConverter, "write_single_notebook",
+                        lambda self, *args: written.append(args) or write(self, *args))
     result = stages.record(tiny_course, api, "tiny", "good", outcome, flags)
     assert result.error is None and (result.score, result.max_score) == (5, 5)
+    assert len(written) == 1, "one pass of nbgrader's converter (its own autograde: two)"
 
 
 def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_path,
