@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from nbgrader.api import BaseCell, Comment, Grade
 
-# The cell kinds a graded cell, a grade and a comment can belong to: nbgrader's finders try
-# the second first, so the second has a shared name.
+# The cell kinds a graded cell, a grade and a comment can belong to. nbgrader's finders look
+# for the second kind first, so where both have a cell of the same name, the second's is it.
 _GRADED, _COMMENTED = ("TaskCell", "GradeCell"), ("TaskCell", "SolutionCell")
 
 
