@@ -31,9 +31,8 @@ def api_for(course: Course, limits: dict | None = None, unconfined: bool = False
     config = nbgrader_config(course, limits=limits)
     config.LoadExecuted.unconfined = unconfined
     if recording:
-        config.Autograde.sanitize_preprocessors = []
         config.LoadExecuted.presanitized = True
-        # (its CheckCellMetadata too: the notebook is stage 1's, checked there, outputs added)
+        # no CheckCellMetadata either: the notebook is stage 1's, checked there, outputs added
         config.Autograde.autograde_preprocessors = [
             step for step in config.Autograde.autograde_preprocessors
             if step is not CheckCellMetadata]

@@ -22,43 +22,43 @@ class NotebookRows:
     def __init__(self, gradebook, notebook: str, assignment: str, student: str | None = None):
         self._gradebook = gradebook
         self._notebook, self._assignment, self._student = notebook, assignment, student
-        self._rows: dict[str, dict] = {}  # kind -> {cell name: row}
+        self._rows: dict[str, dict] = {}  # finder -> {cell name: row}
 
     def __getattr__(self, name):
         return getattr(self._gradebook, name)
 
     def find_source_cell(self, name, notebook, assignment):
-        return self._find("source", (name, notebook, assignment))
+        return self._find("find_source_cell", (name, notebook, assignment))
 
     def find_graded_cell(self, name, notebook, assignment):
-        return self._find("graded", (name, notebook, assignment))
+        return self._find("find_graded_cell", (name, notebook, assignment))
 
     def find_grade(self, grade_cell, notebook, assignment, student):
-        return self._find("grade", (grade_cell, notebook, assignment, student))
+        return self._find("find_grade", (grade_cell, notebook, assignment, student))
 
     def find_comment(self, solution_cell, notebook, assignment, student):
-        return self._find("comment", (solution_cell, notebook, assignment, student))
+        return self._find("find_comment", (solution_cell, notebook, assignment, student))
 
-    def _find(self, kind: str, args: tuple):
+    def _find(self, finder: str, args: tuple):
+        """The row `finder` (the gradebook's method of that name) would return for `args`."""
         name, where = args[0], args[1:]
         if where == (self._notebook, self._assignment, self._student)[:len(where)]:
-            if kind not in self._rows:
-                self._rows[kind] = self._read(kind)
-            if name in self._rows[kind]:
-                return self._rows[kind][name]
-        return getattr(self._gradebook, f"find_{kind}_cell" if kind in ("source", "graded")
-                       else f"find_{kind}")(*args)
+            if finder not in self._rows:
+                self._rows[finder] = self._read(finder)
+            if name in self._rows[finder]:
+                return self._rows[finder][name]
+        return getattr(self._gradebook, finder)(*args)
 
-    def _read(self, kind: str) -> dict:
+    def _read(self, finder: str) -> dict:
         gb = self._gradebook
-        if kind in ("source", "graded"):
+        if finder in ("find_source_cell", "find_graded_cell"):
             notebook = gb.find_notebook(self._notebook, self._assignment)
-            if kind == "source":
+            if finder == "find_source_cell":
                 return {cell.name: cell for cell in notebook.source_cells}
             return {cell.name: cell for cell in notebook.task_cells + notebook.grade_cells}
         submitted = gb.find_submission_notebook(self._notebook, self._assignment,
                                                 self._student)
-        table, order = (Grade, _GRADED) if kind == "grade" else (Comment, _COMMENTED)
+        table, order = (Grade, _GRADED) if finder == "find_grade" else (Comment, _COMMENTED)
         found = gb.db.query(table, BaseCell.name, BaseCell.type) \
             .join(BaseCell, BaseCell.id == table.cell_id) \
             .filter(table.notebook_id == submitted.id).all()
