@@ -120,6 +120,9 @@ def differences(actual, expected, atol=None, rtol=None) -> str | None:
         return None
     if not expected.is_floating_point():  # masks and indices: exact
         actual, expected, atol, rtol = actual.double(), expected.double(), 0.0, 0.0
+    close = torch.isclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
+    if close.all():  # the usual case, settled in two operations: a NaN or an infinity where
+        return None  # the expected value has none is never close to it
     for name, bad in (("NaN", torch.isnan), ("inf", torch.isinf)):
         wrong = bad(actual) & ~bad(expected)
         if wrong.any():
@@ -128,9 +131,6 @@ def differences(actual, expected, atol=None, rtol=None) -> str | None:
             return (f"contains {name} at {_fmt_index(first)}"
                     + (f" (and at {others} other places)" if others else "")
                     + f", where {float(expected[tuple(first)]):.6g} was expected")
-    close = torch.isclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True)
-    if close.all():
-        return None
     error = (actual - expected).abs().masked_fill(close, 0).nan_to_num(nan=float("inf"))
     where = argmax_index(error)
     e, a = fmt_pair(float(expected[where]), float(actual[where]))

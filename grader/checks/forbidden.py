@@ -54,6 +54,20 @@ def _blocked(name: str):
 
 
 @contextlib.contextmanager
+def announced(extra=()):
+    """Within the block, a call to the student's process asks it to switch off PyTorch's
+    attention built-ins (and those in `extra`): for a call that runs none of the student's code
+    here, the grader's own copies of them need no switching off."""
+    global ACTIVE
+    outer = ACTIVE
+    ACTIVE = [name for _, _, name in [*ATTENTION, *extra]]
+    try:
+        yield
+    finally:
+        ACTIVE = outer
+
+
+@contextlib.contextmanager
 def forbidden_builtins(namespace: dict | None = None, extra=()):
     """Within the block, PyTorch's attention built-ins (and those in `extra`) raise a
     CheckFailure.

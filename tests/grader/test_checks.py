@@ -51,6 +51,32 @@ def test_expect_close_explains_shape_dtype_nan_and_type(actual, message):
         expect_close(actual, torch.zeros(2, 3, dtype=torch.float64), "x")
 
 
+def test_differences_names_every_kind_of_wrong_entry_and_passes_only_close_ones():
+    """Each pair of special and ordinary values at one entry: None exactly when the entries
+    are close (NaN matching NaN); a NaN or an infinity where the expected value has none is
+    named as such, whatever the order in which the comparison looks."""
+    from grader.checks.compare import differences
+
+    values = [0.0, 1.0, 1.0 + 1e-12, 2.0, float("nan"), float("inf"), float("-inf")]
+    for a in values:
+        for e in values:
+            actual = torch.tensor([0.5, a, 0.25], dtype=torch.float64)
+            expected = torch.tensor([0.5, e, 0.25], dtype=torch.float64)
+            found = differences(actual, expected)
+            same = (math.isnan(a) and math.isnan(e)) or math.isclose(a, e, rel_tol=1e-7) \
+                or a == e
+            assert (found is None) == same, (a, e, found)
+            if math.isnan(a) and not math.isnan(e):
+                assert found.startswith("contains NaN at [1]"), (a, e, found)
+            elif math.isinf(a) and not math.isinf(e):
+                assert found.startswith("contains inf at [1]"), (a, e, found)
+            elif not same:
+                assert found.startswith("is wrong at 1 of 3 entries"), (a, e, found)
+    mask = torch.tensor([[True, False]])
+    assert differences(mask, mask.clone()) is None
+    assert differences(~mask, mask).startswith("is wrong at 2 of 2 entries")
+
+
 def test_expect_shape():
     with pytest.raises(CheckFailure, match=r"has shape \(4,\), expected \(2, 2\)"):
         expect_shape(torch.zeros(4), (2, 2), "weights")

@@ -119,6 +119,46 @@ def test_gradients_cross_the_boundary(session):
     assert torch.equal(x.grad, 2 * x.detach())
 
 
+def test_a_remote_call_switches_the_builtins_off_where_the_students_code_runs(session):
+    """compare_outputs on a handle: the student's process refuses the built-in, imported either
+    way; the grader's own copy is never swapped out meanwhile (nothing of the student's runs
+    here)."""
+    import torch.nn.functional as F
+
+    import solutions
+    from grader.checks import CheckFailure, compare_outputs
+    from grader.checks import forbidden
+
+    session.request({"op": "run", "source":
+                     "import torch.nn.functional as F\n"
+                     "from torch.nn.functional import scaled_dot_product_attention as sdpa\n"
+                     "def lazy(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n"
+                     "def lazier(q, k, v):\n    return sdpa(q, k, v)\n"
+                     "def mine(q, k, v):\n"
+                     "    return torch.softmax(q @ k.mT / k.shape[-1] ** 0.5, -1) @ v\n"
+                     "import torch"})
+    link, ours = Link(session), F.scaled_dot_product_attention
+    q = torch.randn(2, 3, 4, dtype=torch.float64)
+    seen = []
+    send = session.request
+
+    def spy(message, *args, **kwargs):  # what the grader's copy is while a call is out
+        if message["op"] == "call":
+            seen.append((F.scaled_dot_product_attention is ours, message["forbidden"]))
+        return send(message, *args, **kwargs)
+
+    session.request = spy
+    for name in ("lazy", "lazier"):
+        with pytest.raises(CheckFailure, match="switched off"):
+            compare_outputs(link.get(name), lambda *a: solutions.scaled_dot_product_attention(
+                *a)[0], (q, q, q), name)
+    compare_outputs(link.get("mine"), lambda *a: solutions.scaled_dot_product_attention(*a)[0],
+                    (q, q, q), "mine")
+    assert len(seen) >= 3 and all(intact and "F.scaled_dot_product_attention" in names
+                                  for intact, names in seen)
+    assert forbidden.ACTIVE is None and F.scaled_dot_product_attention is ours
+
+
 def test_student_exceptions_come_back_as_builtin_types_only(session):
     session.request({"op": "run", "source":
                      "class Weird(Exception): pass\n"
