@@ -72,6 +72,7 @@ def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_cours
                                                                       monkeypatch):
     # Stage 3 does not sanitize again: it takes stage 2's notebook whole, and only when that
     # was made from the submitted file as it is now (its SHA-256, written in stage 1).
+    from nbconvert.exporters import Exporter
     from nbgrader.converters.base import BaseConverter
 
     from grader import autograde as stages
@@ -95,9 +96,14 @@ def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_cours
     write = BaseConverter.write_single_notebook
     monkeypatch.setattr(BaseConverter, "write_single_notebook",
                         lambda self, *args: written.append(args) or write(self, *args))
+    validated = []
+    check = Exporter._validate_preprocessor
+    monkeypatch.setattr(Exporter, "_validate_preprocessor",
+                        lambda self, *args: validated.append(args) or check(self, *args))
     result = stages.record(tiny_course, api, "tiny", "good", outcome, flags)
     assert result.error is None and (result.score, result.max_score) == (5, 5)
     assert len(written) == 1, "one pass of nbgrader's converter (its own autograde: two)"
+    assert len(validated) == 1, "validated once, after the pass's last step, not after each"
 
 
 def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_path,
