@@ -138,6 +138,17 @@ def differences(actual, expected, atol=None, rtol=None) -> str | None:
             f"{float(error[where]):.3g} at index {_fmt_index(where)}: expected {e}, got {a}")
 
 
+def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Whether `after` holds exactly what `before` held (NaN where it held NaN): has a call
+    left its input as it was given?"""
+    before, after = before.detach(), after.detach()
+    if before.shape != after.shape or before.dtype != after.dtype:
+        return False
+    if before.is_floating_point():
+        return bool(torch.isclose(before, after, rtol=0, atol=0, equal_nan=True).all())
+    return torch.equal(before, after)
+
+
 def matches(actual, predicted, atol=None, rtol=None) -> bool:
     """Whether a known mistake's output reproduces `actual` (same shape, within tolerance)."""
     if not (isinstance(actual, torch.Tensor) and isinstance(predicted, torch.Tensor)):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .causes import cause_lines
-from .compare import CheckFailure, expect_close, matches
+from .compare import CheckFailure, expect_close, matches, unchanged
 from .forbidden import announced, forbidden_builtins
 from .hints import hint_for
 from .memo import MEMO
@@ -55,8 +55,9 @@ def run_student(fn, inputs, what: str, case: str = "", forbidden=()):
     if it changed one of its inputs.
 
     Floating-point inputs go in as tensors that require gradients, so that changing one in place
-    is an error wherever the code runs (here or in the student's process); the copies of the
-    others are compared with the originals afterwards.
+    is an error wherever the code runs (here or in the student's process); every input is also
+    compared with what it was given afterwards, where the code ran (the student's process
+    compares its own copies).
     forbidden: extra built-ins to switch off (e.g. `forbidden.SOFTMAX`).
     """
     where = _describe(inputs, case)
@@ -65,13 +66,19 @@ def run_student(fn, inputs, what: str, case: str = "", forbidden=()):
         return [t.detach().clone().requires_grad_(probe and t.is_floating_point())
                 if isinstance(t, torch.Tensor) else t for t in inputs]
 
-    from grader.sandbox.remote import Remote
+    from grader.sandbox.remote import Remote, call_reporting_changes
 
-    # A handle on the student's process: the call switches them off there, where their code runs
-    switched_off = announced if isinstance(fn, Remote) else forbidden_builtins
+    remote = isinstance(fn, Remote)
+    # A handle on the student's process: the call switches them off there, where their code
+    # runs, and that process says which inputs the code changed (its copies are not these).
+    switched_off = announced if remote else forbidden_builtins
+    changed = []
 
     def call(args):
         with switched_off(extra=forbidden):
+            if remote:
+                value, changed[:] = call_reporting_changes(fn, args)
+                return _as_tuple(value)
             return _as_tuple(fn(*args))
 
     probe = torch.is_grad_enabled()
@@ -92,23 +99,16 @@ def run_student(fn, inputs, what: str, case: str = "", forbidden=()):
         raise CheckFailure(f"{what} is not implemented yet (it raised NotImplementedError)") from e
     except Exception as e:  # the student's bug, reported with the inputs that triggered it
         raise _explain_error(what, e, where) from e
-    for i, (before, after) in enumerate(zip(inputs, args, strict=True)):
-        if isinstance(before, torch.Tensor) and not _same(before, after):
-            raise CheckFailure(
-                f"{what} changed its {_ordinal(i)} argument in place: after the call it no longer "
-                "holds the values it was given. Work on a new tensor (x = x - ...) instead of "
-                "changing the caller's (x -= ..., x[...] = ..., masked_fill_)"
-                + _in(where) + cause_lines(["inplace_input"]))
+    if not remote:
+        changed[:] = [i for i, (before, after) in enumerate(zip(inputs, args, strict=True))
+                      if isinstance(before, torch.Tensor) and not unchanged(before, after)]
+    if changed:
+        raise CheckFailure(
+            f"{what} changed its {_ordinal(changed[0])} argument in place: after the call it no "
+            "longer holds the values it was given. Work on a new tensor (x = x - ...) instead of "
+            "changing the caller's (x -= ..., x[...] = ..., masked_fill_)"
+            + _in(where) + cause_lines(["inplace_input"]))
     return tuple(g.detach() if isinstance(g, torch.Tensor) else g for g in got)
-
-
-def _same(a, b) -> bool:
-    a, b = a.detach(), b.detach()
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.is_floating_point():
-        return bool(torch.isclose(a, b, rtol=0, atol=0, equal_nan=True).all())
-    return torch.equal(a, b)
 
 
 @dataclass

@@ -118,6 +118,18 @@ def _put(tree, path, value):
     return type(tree)(items) if isinstance(tree, tuple) else items
 
 
+def call_reporting_changes(fn: Remote, args) -> tuple:
+    """fn(*args) in the student's process: (its value, the positions of the arguments that it
+    changed in place there)."""
+    changed = []
+    value = fn._link.call(fn, args, {}, changed)
+    return value, changed
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
+
+
 class Link:
     """The grader's end of a student's process: encodes calls, decodes answers."""
 
@@ -166,7 +178,9 @@ class Link:
     def _ref_node(obj: Remote) -> dict:
         return {"T": "ref", "id": obj._ref.id, "type": obj._ref.type, "repr": ""}
 
-    def call(self, fn: Remote, args, kwargs):
+    def call(self, fn: Remote, args, kwargs, changed: list | None = None):
+        """fn(*args, **kwargs) in the student's process; `changed`, if given, receives the
+        positions of the arguments that the call changed in place there."""
         leaves = []
         message = {"op": "call", "ref": self._ref_node(fn),
                    "args": [self._encode(a, leaves) for a in args],
@@ -177,6 +191,9 @@ class Link:
         def send():
             reply = self.request(message)
             self.on_output(reply.get("stdout", ""), reply.get("stderr", ""))
+            if changed is not None:  # what the student's process says, checked to be positions
+                changed[:] = [i for i in _list(reply.get("changed"))
+                              if type(i) is int and 0 <= i < len(args)]
             value = self.decode(reply["value"])
             result["value"], result["slots"] = value, _tensor_slots(value)
             return [_get(value, p) for p in result["slots"]], reply.get("call")

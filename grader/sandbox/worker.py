@@ -124,21 +124,25 @@ class Worker:
         args = [self._leaf(decode(a), a, leaves) for a in msg["args"]]
         kwargs = {k: self._leaf(decode(v), v, leaves) for k, v in msg["kwargs"].items()}
         fn = self.from_ref(codec.decode(msg["ref"], lambda r: r))
+        from grader.checks.compare import unchanged
         from grader.checks.forbidden import by_names, forbidden_builtins
 
         extra = by_names(msg.get("forbidden"))
         blocked = (contextlib.nullcontext() if extra is None
                    else forbidden_builtins(self.shell.user_ns, extra=extra))
+        given = [(i, a.detach().clone()) for i, a in enumerate(args)
+                 if isinstance(a, torch.Tensor) and a.device.type != "meta"]
         with captured() as (out, err), blocked:
             with torch.enable_grad() if leaves else torch.no_grad():
                 value = fn(*args, **kwargs)
+        changed = [i for i, before in given if not unchanged(before, args[i])]
         call = None
         if leaves:
             outputs = list(_tensors(value))  # in the order the grader sees them
             call = len(self.calls) + 1
             self.calls[call] = (outputs, leaves)
-        return {"value": self.encode(value), "call": call, "stdout": out.text(),
-                "stderr": err.text()}
+        return {"value": self.encode(value), "call": call, "changed": changed,
+                "stdout": out.text(), "stderr": err.text()}
 
     @staticmethod
     def _leaf(value, node, leaves):

@@ -159,6 +159,42 @@ def test_a_remote_call_switches_the_builtins_off_where_the_students_code_runs(se
     assert forbidden.ACTIVE is None and F.scaled_dot_product_attention is ours
 
 
+def test_an_input_changed_in_place_in_the_students_process_is_caught(session):
+    """The grader's inputs travel as copies: the student's process compares its own after the
+    call, for every kind of tensor (a mask or indices too, not only what requires gradients)."""
+    from grader.checks import CheckFailure, compare_outputs
+
+    session.request({"op": "run", "source":
+                     "import torch\n"
+                     "def flip(T, mask):\n    mask.logical_not_()\n"
+                     "    return torch.ones(T, T, dtype=torch.bool).tril()\n"
+                     "def quiet(T, x):\n    with torch.no_grad():\n        x.mul_(2)\n"
+                     "    return torch.ones(T, T, dtype=torch.bool).tril()\n"
+                     "def fine(T, mask):\n    return torch.ones(T, T, dtype=torch.bool).tril()"})
+    link = Link(session)
+
+    def reference(T, _):
+        return torch.ones(T, T, dtype=torch.bool).tril()
+
+    mask, x = torch.tensor([True, False]), torch.randn(2, dtype=torch.float64)
+    for name, given in (("flip", mask), ("quiet", x)):
+        with pytest.raises(CheckFailure, match="changed its second argument in place"):
+            compare_outputs(link.get(name), reference, (3, given), name)
+    compare_outputs(link.get("fine"), reference, (3, mask), "fine")
+    assert torch.equal(mask, torch.tensor([True, False])), "the grader's own copy is untouched"
+
+
+def test_what_the_students_process_says_was_changed_is_only_ever_a_position():
+    class Forged:  # a reply from a process that lies about the arguments it changed
+        def request(self, message):
+            return {"ok": True, "value": None, "changed": ["0", -1, 2, 7, 1.0, 1, None]}
+
+    link = Link(Forged())
+    changed = []
+    link.call(link.remote(codec.Ref(1, "function", "f")), (1, 2, 3), {}, changed)
+    assert changed == [2, 1]
+
+
 def test_student_exceptions_come_back_as_builtin_types_only(session):
     session.request({"op": "run", "source":
                      "class Weird(Exception): pass\n"
