@@ -126,8 +126,7 @@ def test_a_remote_call_switches_the_builtins_off_where_the_students_code_runs(se
     import torch.nn.functional as F
 
     import solutions
-    from grader.checks import CheckFailure, compare_outputs
-    from grader.checks import forbidden
+    from grader.checks import CheckFailure, compare_outputs, forbidden
 
     session.request({"op": "run", "source":
                      "import torch.nn.functional as F\n"
