@@ -69,8 +69,8 @@ def run_student(fn, inputs, what: str, case: str = "", forbidden=()):
     from grader.sandbox.remote import Remote, call_reporting_changes
 
     remote = isinstance(fn, Remote)
-    # A handle on the student's process: the call switches them off there, where their code
-    # runs, and that process says which inputs the code changed (its copies are not these).
+    # A handle on the student's process: the built-ins are switched off there, where the code
+    # runs, and that process reports which inputs the code changed (it holds copies of these).
     switched_off = announced if remote else forbidden_builtins
     changed = []
 

@@ -126,10 +126,6 @@ def call_reporting_changes(fn: Remote, args) -> tuple:
     return value, changed
 
 
-def _list(value) -> list:
-    return value if isinstance(value, list) else []
-
-
 class Link:
     """The grader's end of a student's process: encodes calls, decodes answers."""
 
@@ -192,7 +188,8 @@ class Link:
             reply = self.request(message)
             self.on_output(reply.get("stdout", ""), reply.get("stderr", ""))
             if changed is not None:  # what the student's process says, checked to be positions
-                changed[:] = [i for i in _list(reply.get("changed"))
+                said = reply.get("changed")
+                changed[:] = [i for i in (said if isinstance(said, list) else [])
                               if type(i) is int and 0 <= i < len(args)]
             value = self.decode(reply["value"])
             result["value"], result["slots"] = value, _tensor_slots(value)
