@@ -75,32 +75,29 @@ def forbidden_builtins(namespace: dict | None = None, extra=()):
     Also replaces any name in `namespace` (default: the notebook's globals) bound directly to
     one of them, such as after `from torch.nn.functional import scaled_dot_product_attention`.
     """
-    global ACTIVE
     if namespace is None:
         namespace = vars(sys.modules["__main__"])
-    outer = ACTIVE
-    ACTIVE = [name for _, _, name in [*ATTENTION, *extra]]
     saved = []  # (owner, attribute, value before; _MISSING if the owner only inherited it)
-    try:
-        originals = {}  # id of a built-in: (the built-in, its name)
-        for owner, attr, name in [*ATTENTION, *extra]:
-            original = getattr(owner, attr)
-            own = vars(owner).get(attr, _MISSING) if isinstance(owner, type) else original
-            saved.append((owner, attr, own))
-            setattr(owner, attr, _blocked(name))
-            originals.setdefault(id(original), (original, name))
-        for var, value in list(namespace.items()):  # one pass, however many are switched off
-            original, name = originals.get(id(value), (None, None))
-            if original is not None and value is original:
-                saved.append((namespace, var, original))
-                namespace[var] = _blocked(name)
-        yield
-    finally:
-        ACTIVE = outer
-        for owner, attr, original in reversed(saved):
-            if isinstance(owner, dict):
-                owner[attr] = original
-            elif original is _MISSING:
-                delattr(owner, attr)
-            else:
-                setattr(owner, attr, original)
+    with announced(extra):  # a call to the student's process switches them off there too
+        try:
+            originals = {}  # id of a built-in: (the built-in, its name)
+            for owner, attr, name in [*ATTENTION, *extra]:
+                original = getattr(owner, attr)
+                own = vars(owner).get(attr, _MISSING) if isinstance(owner, type) else original
+                saved.append((owner, attr, own))
+                setattr(owner, attr, _blocked(name))
+                originals.setdefault(id(original), (original, name))
+            for var, value in list(namespace.items()):  # one pass, however many are off
+                original, name = originals.get(id(value), (None, None))
+                if original is not None and value is original:
+                    saved.append((namespace, var, original))
+                    namespace[var] = _blocked(name)
+            yield
+        finally:
+            for owner, attr, original in reversed(saved):
+                if isinstance(owner, dict):
+                    owner[attr] = original
+                elif original is _MISSING:
+                    delattr(owner, attr)
+                else:
+                    setattr(owner, attr, original)
