@@ -123,6 +123,9 @@ class Zygote:
             raise RuntimeError(f"the grader's worker server did not start: {error}")
         self.start_seconds = time.monotonic() - launched.started
         self.start_cpu = float(ready.get("cpu", 0.0))
+        parts = ready.get("parts")  # where that CPU went (a report of the server's: bench only)
+        self.start_parts = {str(k): float(v) for k, v in parts.items()
+                            if isinstance(v, (int, float))} if isinstance(parts, dict) else {}
         self.host_pid = _host_pid(self.pid, ready["pid"]) if confined.sandboxed else self.pid
 
     @property
