@@ -144,9 +144,11 @@ def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
     before, after = before.detach(), after.detach()
     if before.shape != after.shape or before.dtype != after.dtype:
         return False
-    if before.is_floating_point():
+    if torch.equal(before, after):  # the usual case, in one operation
+        return True
+    if before.is_floating_point():  # NaN is never equal to itself: equal where both are NaN
         return bool(torch.isclose(before, after, rtol=0, atol=0, equal_nan=True).all())
-    return torch.equal(before, after)
+    return False
 
 
 def matches(actual, predicted, atol=None, rtol=None) -> bool:

@@ -26,10 +26,14 @@ class StudentError(Exception):
     """An exception of a type the grader does not recreate (the student's own class, say)."""
 
 
+def remote_exception(ename: str, evalue: str) -> Exception:
+    """The grader's exception for an error the student's process reported."""
+    cls = _BUILTIN_ERRORS.get(ename, StudentError)
+    return cls(evalue if cls is not StudentError else f"{ename}: {evalue}")
+
+
 def raise_remote(error) -> None:
-    cls = _BUILTIN_ERRORS.get(error.ename, StudentError)
-    text = error.evalue if cls is not StudentError else f"{error.ename}: {error.evalue}"
-    raise cls(text)
+    raise remote_exception(error.ename, error.evalue)
 
 
 class Remote:
@@ -165,6 +169,36 @@ class Link:
 
     def get(self, name: str):
         return self.decode(self.request({"op": "get", "name": name})["value"])
+
+    def get_many(self, names: list[str]) -> dict:
+        """{name: its value, or the exception `get(name)` would raise}, in one request; a name
+        the answer leaves out, or one whole answer that fails (too large for one message, say),
+        is asked for alone, so each name ends as `get` would have left it."""
+        from grader.sandbox.session import WorkerDied
+
+        try:
+            values = self.request({"op": "get_many", "names": names}).get("values")
+        except WorkerDied:
+            raise
+        except Exception:  # what the student's process reported: each name alone, below
+            values = None
+        found = {}
+        for name in names:
+            node = values.get(name) if isinstance(values, dict) else None
+            try:
+                if not isinstance(node, dict) or not ("value" in node or "error" in node):
+                    found[name] = self.get(name)
+                elif "value" in node:
+                    found[name] = self.decode(node["value"])
+                else:
+                    error = node["error"] if isinstance(node["error"], dict) else {}
+                    found[name] = remote_exception(str(error.get("ename", "Error"))[:100],
+                                                   str(error.get("evalue", ""))[:2000])
+            except WorkerDied:
+                raise
+            except Exception as e:
+                found[name] = e
+        return found
 
     def getattr(self, obj: Remote, name: str):
         reply = self.request({"op": "getattr", "ref": self._ref_node(obj), "name": name})

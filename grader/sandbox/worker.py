@@ -111,6 +111,17 @@ class Worker:
             raise NameError(f"name '{msg['name']}' is not defined")
         return {"value": self.encode(ns[msg["name"]])}
 
+    def op_get_many(self, msg):
+        """The values of several names (a test cell's answers) in one answer: for each name,
+        {"value": ...} or {"error": ...}, as `get` would have answered it alone."""
+        values = {}
+        for name in msg["names"]:
+            try:
+                values[name] = self.op_get({"name": name})
+            except Exception as e:
+                values[name] = {"error": _error(e)}
+        return {"values": values}
+
     def op_getattr(self, msg):
         obj = self.from_ref(codec.decode(msg["ref"], lambda r: r))
         return {"value": self.encode(getattr(obj, msg["name"]))}

@@ -197,10 +197,11 @@ import gc, json
 _log = []
 for _obj in gc.get_objects():
     if type(_obj).__name__ == "Worker" and hasattr(_obj, "op_get"):
-        for _op in ("op_get", "op_getattr", "op_call"):
+        for _op in ("op_get", "op_get_many", "op_getattr", "op_call"):
             _orig = getattr(_obj, _op)
             def _wrapped(msg, _orig=_orig, _op=_op):
-                _log.append([_op, msg.get("name")])
+                for _name in msg.get("names") or [msg.get("name")]:
+                    _log.append([_op, _name])
                 return _orig(msg)
             setattr(_obj, _op, _wrapped)''', tamper=lambda nb: nb.cells.append(
             _code_cell('print("REQUESTS", json.dumps(_log))')), flags={"suspicious"}),

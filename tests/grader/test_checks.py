@@ -77,6 +77,28 @@ def test_differences_names_every_kind_of_wrong_entry_and_passes_only_close_ones(
     assert differences(~mask, mask).startswith("is wrong at 2 of 2 entries")
 
 
+def test_unchanged_is_exact_with_nan_equal_to_nan():
+    """The in-place check: every pair of special and ordinary values at one entry, and
+    integers, booleans, shapes and dtypes: unchanged exactly when bit-for-bit the same values
+    (NaN where NaN was; 0.0 and -0.0 count as the same number)."""
+    from grader.checks.compare import unchanged
+
+    values = [0.0, -0.0, 1.0, 1.0 + 1e-12, float("nan"), float("inf"), float("-inf")]
+    for b in values:
+        for a in values:
+            before = torch.tensor([0.5, b, 0.25], dtype=torch.float64)
+            after = torch.tensor([0.5, a, 0.25], dtype=torch.float64)
+            same = (math.isnan(a) and math.isnan(b)) or a == b
+            assert unchanged(before, after) == same, (b, a)
+    ints = torch.arange(6).view(2, 3)
+    assert unchanged(ints, ints.clone())
+    assert not unchanged(ints, ints.clone().fill_(1))
+    assert unchanged(ints > 2, ints.clone() > 2)
+    assert not unchanged(ints > 2, ints > 3)
+    assert not unchanged(ints, ints.view(3, 2))  # the same numbers in another shape
+    assert not unchanged(ints, ints.double())  # and in another dtype
+
+
 def test_expect_shape():
     with pytest.raises(CheckFailure, match=r"has shape \(4,\), expected \(2, 2\)"):
         expect_shape(torch.zeros(4), (2, 2), "weights")

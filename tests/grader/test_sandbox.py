@@ -205,6 +205,87 @@ def test_student_exceptions_come_back_as_builtin_types_only(session):
         link.get("odd")()
 
 
+ANSWERS_SOURCE = """
+import torch
+def f(x):
+    return 2 * x
+w = torch.arange(3.0)
+n = 7
+class Deep:
+    pass
+deep = [1]
+for _ in range(40):  # nested beyond what a message may carry: `get` refuses it
+    deep = [deep]
+del Deep
+"""
+
+
+def _as_get_leaves_it(link, name):
+    try:
+        return link.get(name)
+    except Exception as e:
+        return e
+
+
+def _same(a, b):
+    if isinstance(a, Exception):
+        return type(a) is type(b) and str(a) == str(b)
+    if isinstance(a, Remote):
+        return isinstance(b, Remote) and a._ref.id == b._ref.id
+    return torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+
+
+def test_a_test_cells_answers_come_in_one_request_each_as_get_leaves_it(session):
+    """The answers a test cell takes (judge._import_answers) travel in one request; each name
+    ends as `get` alone leaves it: a value, a reference, NameError, or get's own error."""
+    session.request({"op": "run", "source": ANSWERS_SOURCE})
+    link = Link(session)
+    names = ["f", "w", "n", "deep", "Deep", "gone"]
+    alone = {name: _as_get_leaves_it(link, name) for name in names}
+    assert isinstance(alone["gone"], NameError) and isinstance(alone["Deep"], NameError)
+    assert "nested too deeply" in str(alone["deep"])
+    sent = []
+    request = session.request
+    session.request = lambda message, **k: sent.append(message["op"]) or request(message, **k)
+    together = link.get_many(names)
+    assert sent == ["get_many"], sent
+    assert list(together) == names
+    for name in names:
+        assert _same(alone[name], together[name]), (name, alone[name], together[name])
+    assert torch.equal(together["f"](torch.ones(2)), torch.full((2,), 2.0))
+
+
+class _Forged:
+    """A session whose process answers get_many as a hostile one might; `get` truthfully."""
+
+    def __init__(self, answer):
+        self.answer, self.asked = answer, []
+
+    def request(self, message, **k):
+        self.asked.append(message.get("name") or message["op"])
+        if message["op"] == "get_many":
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return {"ok": True, "values": self.answer}
+        return {"ok": True, "value": {"n": 7}[message["name"]]}
+
+
+@pytest.mark.parametrize("answer", [
+    "not a dict", {}, {"n": "not a node"}, {"n": {"neither": 1}}, ValueError("over the limit")])
+def test_an_answer_that_is_not_one_is_asked_for_again_name_by_name(answer):
+    forged = _Forged(answer)
+    assert Link(forged).get_many(["n"]) == {"n": 7}
+    assert forged.asked == ["get_many", "n"]
+
+
+def test_a_forged_error_for_one_name_stays_that_names():
+    forged = _Forged({"n": {"error": {"ename": "KeyError", "evalue": "x"}},
+                      "m": {"error": "garbage"}})
+    found = Link(forged).get_many(["n", "m"])
+    assert isinstance(found["n"], KeyError) and isinstance(found["m"], StudentError)
+    assert forged.asked == ["get_many"]
+
+
 def test_student_code_cannot_make_a_user_namespace(session):
     """Being "root" in a user namespace of one's own (`unshare -r`) opens kernel code that only
     such a root reaches: the sandbox forbids creating one, by a system call or by the tool."""
