@@ -113,7 +113,7 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
 
 def _autograde(course, assignment, submissions, progress, limits, workers, scheduler, force,
                unconfined) -> list[Result]:
-    from grader.parallel import make_pool, preload_for
+    from grader.parallel import make_pool, preload_for, sandbox_preload_for
 
     if submissions is None:
         from grader.collect import load_record
@@ -153,7 +153,8 @@ def _autograde(course, assignment, submissions, progress, limits, workers, sched
     # Started before stage 1: its processes import torch and start their sandboxes while this
     # process prepares the notebooks.
     preload = preload_for(course.source / assignment)
-    pool = make_pool(workers, scheduler, unconfined, preload) if todo else None
+    sandbox = tuple(sandbox_preload_for(course.source / assignment))
+    pool = make_pool(workers, scheduler, unconfined, preload, sandbox) if todo else None
     try:
         for student, folder in todo.items():
             task, error, flags[student] = prepare(course, assignment, student, folder, limits,
@@ -216,7 +217,7 @@ def _autograde(course, assignment, submissions, progress, limits, workers, sched
                 progress(f"  worker pool failed ({type(e).__name__}: {e}); restarting it")
                 with contextlib.suppress(Exception):
                     pool.close()
-                pool = make_pool(workers, scheduler, unconfined, preload)
+                pool = make_pool(workers, scheduler, unconfined, preload, sandbox)
                 for student in waiting:
                     submit(student)
                 continue
@@ -227,7 +228,7 @@ def _autograde(course, assignment, submissions, progress, limits, workers, sched
                 progress(f"  watchdog: {', '.join(stuck)} still running after {bound:.0f} s; "
                          "stopping them and restarting the pool")
                 pool.kill()
-                pool = make_pool(workers, scheduler, unconfined, preload)
+                pool = make_pool(workers, scheduler, unconfined, preload, sandbox)
                 waiting, running = list(running.values()), {}
                 for student in waiting:
                     if student in stuck:

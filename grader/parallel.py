@@ -77,18 +77,44 @@ def preload_for(source: Path | None) -> list[str]:
     profiler, and its symbolic shapes (`torch.fx.experimental.symbolic_shapes`, half a second)
     on some Python-written operations. Declared, they are imported once by the fork server;
     undeclared, once by each pool process that needs them (time, never a grade)."""
-    declared = []
+    return PRELOAD + [m for m in declared(source, "judge_preload") if m not in PRELOAD]
+
+
+def sandbox_preload_for(source: Path | None) -> list[str]:
+    """The modules that an assignment's notebooks declare the students' processes import on
+    first use, in their metadata `grader.sandbox_preload`: PyTorch's compiler and symbolic
+    shapes, which the first operation on the meta device imports, and optimizers, and many
+    Python-written operations (about a second). Declared, each sandbox's server imports them
+    once (zygote.py); undeclared, each student's process whose code needs them pays it (time,
+    never a grade)."""
+    return declared(source, "sandbox_preload")
+
+
+def declared(source: Path | None, key: str) -> list[str]:
+    """The module names that the notebooks in `source` list in their metadata `grader.<key>`
+    (a notebook that cannot be read, or lists something else, declares nothing)."""
+    names: list[str] = []
     for path in sorted(Path(source).glob("*.ipynb")) if source else []:
         try:
-            wanted = json.loads(path.read_text())["metadata"].get("grader", {})["judge_preload"]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            metadata = json.loads(path.read_text())["metadata"]
+        except (OSError, ValueError, KeyError, TypeError):
             continue
-        if isinstance(wanted, list):
-            declared += [m for m in wanted if isinstance(m, str) and m not in PRELOAD + declared]
-    return PRELOAD + declared
+        names += [m for m in modules_in(metadata, key) if m not in names]
+    return names
 
 
-def _pool_init(unconfined: bool, launched: list, taken):
+def modules_in(metadata, key: str) -> list[str]:
+    """The module names a notebook's metadata lists under `grader.<key>` (anything that is not
+    a dotted name is left out)."""
+    grader = metadata.get("grader") if isinstance(metadata, dict) else None
+    wanted = grader.get(key) if isinstance(grader, dict) else None
+    if not isinstance(wanted, list):
+        return []
+    return [m for m in wanted if isinstance(m, str) and m
+            and all(part.isidentifier() for part in m.split("."))]
+
+
+def _pool_init(unconfined: bool, launched: list, taken, sandbox_preload: tuple[str, ...]):
     import torch
 
     from grader.course import setup_process
@@ -109,7 +135,8 @@ def _pool_init(unconfined: bool, launched: list, taken):
     # still preparing the notebooks. A failure here is met again, and reported, by the first
     # task.
     with contextlib.suppress(Exception):
-        zygote(confinement(unconfined), launched[mine] if mine < len(launched) else None)
+        zygote(confinement(unconfined), launched[mine] if mine < len(launched) else None,
+               sandbox_preload)
 
 
 def _started() -> int:
@@ -140,7 +167,8 @@ def start_fork_server(preload: list[str] = PRELOAD) -> None:
 class LocalPool:
     """Submissions executed by N processes on this machine."""
 
-    def __init__(self, workers: int, unconfined: bool = False, preload: list[str] = PRELOAD):
+    def __init__(self, workers: int, unconfined: bool = False, preload: list[str] = PRELOAD,
+                 sandbox_preload: tuple[str, ...] = ()):
         import threading
         from concurrent.futures import ProcessPoolExecutor
 
@@ -153,10 +181,11 @@ class LocalPool:
         self.launched = []
         with contextlib.suppress(Exception):  # a failure is met again, and reported, by a task
             confined = confinement(unconfined)
-            self.launched = [launch(confined) for _ in range(workers)]
+            self.launched = [launch(confined, sandbox_preload) for _ in range(workers)]
         handed = [handle for handle, _ in self.launched]
         self.pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_pool_init,
-                                        initargs=(unconfined, handed, context.Value("i", 0)))
+                                        initargs=(unconfined, handed, context.Value("i", 0),
+                                                  tuple(sandbox_preload)))
         # The executor starts a process per task submitted while none is idle, and the first
         # start waits for the fork server to import torch: started here, in the background, all
         # of them, so that start-up overlaps with the command's own work.
@@ -266,8 +295,12 @@ class DaskPool:
 
 
 def make_pool(workers: int | None, scheduler: str | None, unconfined: bool = False,
-              preload: list[str] = PRELOAD):
+              preload: list[str] = PRELOAD, sandbox_preload: tuple[str, ...] = ()):
+    """preload: what the judge's fork server imports (preload_for); sandbox_preload: what each
+    sandbox's server imports for the students (sandbox_preload_for). A Dask worker's sandbox
+    and one submission graded here take theirs from each submission's Plan."""
     if scheduler:
         return DaskPool(scheduler)
     workers = workers or os.cpu_count() or 1
-    return InProcess() if workers == 1 else LocalPool(workers, unconfined, preload)
+    return InProcess() if workers == 1 else LocalPool(workers, unconfined, preload,
+                                                      sandbox_preload)

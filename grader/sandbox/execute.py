@@ -121,25 +121,30 @@ def plan(course_root: Path, assignment: str, student: str, overrides: dict | Non
     flags: list[dict] = []
     files = scratch_files(root / "submitted" / student / assignment,
                           root / "release" / assignment, flags)
-    answers_, limits = {}, {}
+    answers_, limits, preload = {}, {}, []
     for path in sorted((root / "source" / assignment).glob("*.ipynb")):
-        declared, own_limits = _source_facts(path.read_bytes())
+        declared, own_limits, wanted = _source_facts(path.read_bytes())
         answers_[path.stem] = list(declared)
         values = dict(overrides or {})
         values.update(own_limits)  # per assignment
         limits[path.stem] = {k: v for k, v in values.items() if k in Limits.__dataclass_fields__}
-    return Plan(files, answers_, limits, flags)
+        preload += [m for m in wanted if m not in preload]
+    return Plan(files, answers_, limits, flags, preload)
 
 
 @functools.lru_cache(maxsize=16)
-def _source_facts(data: bytes) -> tuple[tuple[str, ...], dict]:
+def _source_facts(data: bytes) -> tuple[tuple[str, ...], dict, tuple[str, ...]]:
     """What a plan takes from the instructor's notebook (its file's bytes): the names its
-    solution cells define, and its own limits; worked out once per grading process, not once
-    per student (callers never change them)."""
+    solution cells define, its own limits, and what it declares the students' processes import
+    (grader.parallel.sandbox_preload_for); worked out once per grading process, not once per
+    student (callers never change them)."""
+    from grader.parallel import modules_in
+
     source = nbformat.reads(data.decode("utf-8"), as_version=4)
     declared = answers.declared(
         [c.source for c in source.cells if c.cell_type == "code" and is_solution(c)])
-    return tuple(sorted(declared)), dict(source.metadata.get("grader", {}).get("limits", {}))
+    return (tuple(sorted(declared)), dict(source.metadata.get("grader", {}).get("limits", {})),
+            tuple(modules_in(source.metadata, "sandbox_preload")))
 
 
 def executed_path(course_root: Path, assignment: str, student: str, notebook: str) -> Path:

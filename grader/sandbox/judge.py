@@ -61,6 +61,7 @@ class Judge:
     landlock: bool = True
     confined: Confinement | None = None
     flags: list[Flag] = field(default_factory=list)
+    preload: tuple[str, ...] = ()  # what the sandbox's server imports for students
 
     def flag(self, kind: str, detail: str) -> None:
         if not any(f.kind == kind and f.detail == detail for f in self.flags):
@@ -69,7 +70,7 @@ class Judge:
     # ----- the student's process ------------------------------------------------------------
     def _start(self, deadline: float | None = None) -> None:
         self.session = Session(self.files, self.limits, self.landlock,
-                               self.confined or confinement())
+                               self.confined or confinement(), preload=self.preload)
         if deadline:
             self.session.deadline = deadline
         self.session.start()

@@ -24,6 +24,7 @@ class Plan:
     answers: dict[str, list[str]]  # notebook -> the names its solution cells define
     limits: dict[str, dict]  # notebook -> Limits fields
     flags: list[dict] = field(default_factory=list)
+    preload: list[str] = field(default_factory=list)  # for the sandbox (sandbox_preload_for)
 
 
 def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[dict]:
@@ -34,6 +35,7 @@ def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[di
     flags = [flag("suspicious", why) for cell in nb.cells
              if cell.cell_type == "code" and not is_test_cell(cell) for why in scan(cell.source)]
     judge = Judge(plan.files, frozenset(plan.answers.get(name, [])),
-                  Limits(**plan.limits.get(name, {})), True, confinement(unconfined))
+                  Limits(**plan.limits.get(name, {})), True, confinement(unconfined),
+                  preload=tuple(plan.preload))
     judge.run(nb)
     return unique(flags + [f.as_dict() for f in judge.flags])

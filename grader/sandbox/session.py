@@ -14,6 +14,7 @@ import base64
 import contextlib
 import functools
 import json
+import logging
 import math
 import multiprocessing.util
 import os
@@ -30,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.sandbox import cgroup, namespaces
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -82,8 +85,11 @@ class Launched:
     started: float  # time.monotonic() at the launch (one clock for every process here)
 
 
-def launch(confined: Confinement) -> tuple[Launched, subprocess.Popen]:
-    """Start a sandbox server (zygote.py) without waiting for it to import torch."""
+def launch(confined: Confinement, preload: tuple[str, ...] = ()) -> tuple[Launched,
+                                                                          subprocess.Popen]:
+    """Start a sandbox server (zygote.py) without waiting for it to import torch; `preload`:
+    the modules the assignment declares its students' processes import (imported there once;
+    grader.parallel.sandbox_preload_for)."""
     sock, theirs = socket.socketpair()
     if confined.sandboxed:
         scratch = namespaces.SCRATCH
@@ -91,6 +97,7 @@ def launch(confined: Confinement) -> tuple[Launched, subprocess.Popen]:
     else:
         scratch = tempfile.mkdtemp(prefix="grade-scratch-")
         setup = {"sandboxed": False, "empty": [scratch]}
+    setup["preload"] = list(preload)
     argv = [sys.executable, "-m", "grader.sandbox.zygote", str(theirs.fileno()),
             json.dumps(setup)]
     env = namespaces.environment()
@@ -110,11 +117,12 @@ class Zygote:
     """The grader's handle on zygote.py: one per grading process, started on first use, or
     launched earlier by the grading command and handed over (`launched`)."""
 
-    def __init__(self, confined: Confinement, launched: Launched | None = None):
+    def __init__(self, confined: Confinement, launched: Launched | None = None,
+                 preload: tuple[str, ...] = ()):
         self.confined = confined
         self.proc = None  # the server's Popen, where this process launched it
         if launched is None:
-            launched, self.proc = launch(confined)
+            launched, self.proc = launch(confined, preload)
         self.sock, self.scratch, self.pid = launched.sock, launched.scratch, launched.pid
         self.lock = threading.Lock()
         self.reader = self.sock.makefile("rb")
@@ -128,6 +136,9 @@ class Zygote:
         parts = ready.get("parts")  # where that CPU went (a report of the server's: bench only)
         self.start_parts = {str(k): float(v) for k, v in parts.items()
                             if isinstance(v, (int, float))} if isinstance(parts, dict) else {}
+        for missing in ready.get("missing") or []:  # a declared module that is not installed
+            log.warning("the sandbox could not import what the assignment declares its "
+                        "students need (sandbox_preload): %s", str(missing)[:300])
         self.host_pid = _host_pid(self.pid, ready["pid"]) if confined.sandboxed else self.pid
 
     @property
@@ -215,14 +226,17 @@ def _children(pid: int) -> list[int]:
 _zygotes: dict[tuple[Confinement, int], Zygote] = {}
 
 
-def zygote(confined: Confinement, launched: Launched | None = None) -> Zygote:
+def zygote(confined: Confinement, launched: Launched | None = None,
+           preload: tuple[str, ...] = ()) -> Zygote:
     """This thread's zygote. One per thread, because a sweep ends every process in its sandbox:
     two students graded at once (a Dask worker's threads) must never share one. `launched`:
-    a server started for this thread by another process, taken if it has none running."""
+    a server started for this thread by another process, taken if it has none running;
+    `preload`: what a server started here imports for the students (one running already is
+    kept: a module it lacks costs a student's process time, never a grade)."""
     key = (confined, threading.get_ident())
     z = _zygotes.get(key)
     if z is None or not z.running:
-        z = _zygotes[key] = Zygote(confined, launched)
+        z = _zygotes[key] = Zygote(confined, launched, preload)
         atexit.register(z.stop)
         # A process-pool worker ends through multiprocessing, which skips atexit but runs
         # these finalizers: the sandbox is gone before the grading run reports its end.
@@ -284,11 +298,12 @@ class Session:
     killed_for: str | None = None
     group: cgroup.Cgroup | None = None
     landlock_error: str = ""  # why the second layer could not be applied, if it could not
+    preload: tuple[str, ...] = ()  # what the sandbox's server imports for students (zygote)
 
     def start(self) -> None:
         from multiprocessing.connection import Connection
 
-        z = zygote(self.confined)
+        z = zygote(self.confined, preload=self.preload)
         ours, theirs = socket.socketpair()
         if self.confined.cgroups:
             self.group = cgroup.Cgroup(self.limits.memory_bytes, self.limits.max_processes)

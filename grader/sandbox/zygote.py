@@ -151,9 +151,10 @@ def warm_up() -> None:
 def warm_up_meta() -> None:
     """The meta device (tests check device= handling with it) imports PyTorch's compiler and
     symbolic shapes (torch._dynamo, sympy) on its first operation written in Python: about a
-    second. So do optimizers and many Python-written operations that students may call: the
-    sandbox server pays it once. The judge's fork server imports only what an assignment
-    declares its tests need (grader.parallel.preload_for)."""
+    second. So do optimizers and many Python-written operations that students may call. The
+    sandbox server pays it once where the assignment declares it (`sandbox_preload`, read by
+    grader.parallel.sandbox_preload_for), and the judge's fork server what the tests need
+    (`judge_preload`)."""
     import torch
 
     m = torch.ones(3, 3, dtype=torch.bool, device="meta").tril()
@@ -175,7 +176,9 @@ def shell():
 def main() -> None:
     """argv: the socket's file descriptor, and a JSON setup: {"sandboxed": bool (inside
     namespaces.py's sandbox: the sweep may kill every other process it sees), "empty": [the
-    folders a sweep empties]}."""
+    folders a sweep empties], "preload": [modules the assignment declares its students'
+    processes import, imported here once; PyTorch's compiler among them: the meta device's
+    first use too]}."""
     setup = {**json.loads(sys.argv[2]), "keep": _lineage()}
     # Orphans of a worker (double forks, setsid) become ours, so a sweep finds them all; and
     # nothing of the same user may read or trace this process's memory.
@@ -201,13 +204,21 @@ def main() -> None:
     t = step("imports", started)
     warm_up()
     t = step("warm-up", t)
-    warm_up_meta()
-    t = step("meta device", t)
+    missing = []
+    for name in setup.get("preload", []):  # what the assignment declares its students need
+        try:
+            __import__(name)
+        except ImportError as e:  # time, never a grade: the grader says so and goes on
+            missing.append(f"{name}: {e}"[:300])
+    t = step("declared modules", t)
+    if "torch._dynamo" in sys.modules:  # declared: the meta device's first use, paid here
+        warm_up_meta()
+        t = step("meta device", t)
     shell()
     step("shell", t)
     sock = socket.socket(fileno=int(sys.argv[1]))
     sock.sendall(json.dumps({"ready": True, "cpu": time.process_time() - started,
-                             "parts": parts, "uid": os.getuid(),
+                             "parts": parts, "missing": missing, "uid": os.getuid(),
                              "pid": os.getpid()}).encode() + b"\n")
     serve(sock, setup)
     exit_now()

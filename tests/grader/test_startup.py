@@ -10,6 +10,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def _fresh(code: str) -> str:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -263,3 +265,70 @@ def test_what_a_notebook_declares_for_the_judge_is_read_with_care(tmp_path):
     (tmp_path / "d.ipynb").write_text("{not json")
     assert preload_for(tmp_path) == [*PRELOAD, "sympy", "numpy"]
     assert preload_for(None) == PRELOAD == preload_for(tmp_path / "missing")
+
+
+def test_what_a_notebook_declares_for_the_sandbox_is_read_with_care(tmp_path):
+    from grader.parallel import sandbox_preload_for
+
+    def notebook(name, metadata):
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps({"metadata": metadata, "cells": []}))
+
+    notebook("a", {"grader": {"sandbox_preload": ["torch._dynamo", "os; import x", 3, ""]}})
+    notebook("b", {"grader": {"sandbox_preload": "sympy"}})  # not a list: ignored
+    notebook("c", {"grader": {"sandbox_preload": ["sympy", "torch._dynamo"]}})
+    notebook("d", {"grader": ["not", "a", "dict"]})
+    (tmp_path / "e.ipynb").write_text("{not json")
+    assert sandbox_preload_for(tmp_path) == ["torch._dynamo", "sympy"]
+    assert sandbox_preload_for(None) == [] == sandbox_preload_for(tmp_path / "missing")
+
+
+_COMPILER = ("import sys\nprint(sorted(m for m in ('torch._dynamo', 'sympy') "
+             "if m in sys.modules))")
+
+
+def test_a_sandbox_imports_pytorchs_compiler_for_students_only_where_declared(monkeypatch):
+    # The meta device's first use (PyTorch's compiler, one to two seconds) is paid by the
+    # sandbox's server where the assignment declares its students need it, and nowhere else.
+    from grader.sandbox import session
+
+    seen = {}
+    for preload in ((), ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")):
+        monkeypatch.setattr(session, "_zygotes", {})  # a server of its own for each case
+        s = session.Session({}, session.Limits(cell_timeout=30, notebook_timeout=120),
+                            preload=preload)
+        s.start()
+        try:
+            seen[preload] = s.request({"op": "run", "source": _COMPILER})["stdout"].strip()
+            parts = session.zygote(s.confined).start_parts
+        finally:
+            s.close()
+            session.zygote(s.confined).stop()
+        assert ("meta device" in parts) == bool(preload), parts
+    assert list(seen.values()) == ["[]", "['sympy', 'torch._dynamo']"]
+
+
+@pytest.mark.slow
+def test_assignments_that_do_not_declare_the_compiler_never_import_it():
+    # An assignment left without `sandbox_preload` must not need it: its whole source notebook
+    # (solutions, instructor cells, every test) runs, in an interpreter set up as a sandbox's
+    # server is, without importing PyTorch's compiler or its symbolic shapes.
+    from grader.course import REPO
+    from grader.parallel import sandbox_preload_for
+
+    undeclared = [d.name for d in sorted((REPO / "assignments").iterdir())
+                  if d.is_dir() and "torch._dynamo" not in sandbox_preload_for(d)]
+    assert undeclared, "every assignment declares it: this test checks nothing"
+    for name in undeclared:
+        code = (
+            "import contextlib, io, sys\nimport nbformat\n"
+            "from grader.sandbox import zygote\n"
+            "for m in zygote.PRELOAD:\n    __import__(m)\n"
+            "zygote.warm_up()\n"
+            f"nb = nbformat.read({str(REPO / 'assignments' / name / (name + '.ipynb'))!r}, 4)\n"
+            "ns = {'__name__': '__main__'}\n"
+            "for cell in nb.cells:\n"
+            "    if cell.cell_type == 'code':\n"
+            "        with contextlib.redirect_stdout(io.StringIO()):\n"
+            "            exec(compile(cell.source, '<cell>', 'exec'), ns)\n"
+            + _COMPILER)
+        assert _fresh(code).splitlines()[-1] == "[]", name
