@@ -24,7 +24,8 @@ import time
 from grader.exits import exit_now
 
 PRELOAD = ("torch", "torch.nn", "torch.nn.functional", "numpy",
-           "IPython.core.interactiveshell", "grader.checks", "grader.sandbox.worker")
+           "IPython.core.interactiveshell", "IPython.core.logger", "bdb",  # run_cell's first use
+           "grader.checks", "grader.sandbox.worker")
 _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
 
 
@@ -148,6 +149,17 @@ def warm_up() -> None:
         torch.allclose(x, x), torch.equal(x, x), x.detach().clone().view(-1).numpy()
 
 
+def warm_up_gradients() -> None:
+    """A gradient test's backward pass with the grader's gradients (worker.op_backward, in
+    every assignment's gradient tests) imports PyTorch's symbolic shapes (sympy, half a second)
+    on its first use: the sandbox server pays it once, not every student's process."""
+    import torch
+
+    x = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
+    y = torch.softmax(x, -1)
+    torch.autograd.backward([y], [torch.ones_like(y)])
+
+
 def warm_up_meta() -> None:
     """The meta device (tests check device= handling with it) imports PyTorch's compiler and
     symbolic shapes (torch._dynamo, sympy) on its first operation written in Python: about a
@@ -204,6 +216,8 @@ def main() -> None:
     t = step("imports", started)
     warm_up()
     t = step("warm-up", t)
+    warm_up_gradients()
+    t = step("gradients", t)
     missing = []
     for name in setup.get("preload", []):  # what the assignment declares its students need
         try:

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import nbformat
 import pytest
 
 
@@ -304,31 +305,59 @@ def test_a_sandbox_imports_pytorchs_compiler_for_students_only_where_declared(mo
             s.close()
             session.zygote(s.confined).stop()
         assert ("meta device" in parts) == bool(preload), parts
-    assert list(seen.values()) == ["[]", "['sympy', 'torch._dynamo']"]
+    # symbolic shapes (sympy) always: every assignment's gradient tests need them (zygote.py)
+    assert list(seen.values()) == ["['sympy']", "['sympy', 'torch._dynamo']"]
+
+
+_MARK = "import sys\nsys.modules_at_start = set(sys.modules)"  # kept out of the notebook's names
+_SINCE = "import json, sys\nprint(json.dumps(sorted(set(sys.modules) - sys.modules_at_start)))"
+_COMPILER_PACKAGES = ("torch._dynamo", "torch._inductor", "sympy", "mpmath",
+                      "torch.fx.experimental.symbolic_shapes")
 
 
 @pytest.mark.slow
-def test_assignments_that_do_not_declare_the_compiler_never_import_it():
-    # An assignment left without `sandbox_preload` must not need it: its whole source notebook
-    # (solutions, instructor cells, every test) runs, in an interpreter set up as a sandbox's
-    # server is, without importing PyTorch's compiler or its symbolic shapes.
-    from grader.course import REPO
-    from grader.parallel import sandbox_preload_for
+def test_assignments_that_do_not_declare_the_compiler_never_import_it(tmp_path, monkeypatch):
+    # An assignment left without `sandbox_preload` must not need it: each story of its sample
+    # class is graded as autograde grades it (grader.parallel.execute), and what each student's
+    # process imported between its first request and its last is looked at: none of PyTorch's
+    # compiler, which would cost every student's process a second or more.
+    from grader.autograde import prepare
+    from grader.course import REPO, Course
+    from grader.demo.sample_class import SAMPLE_CLASSES, make_submission
+    from grader.parallel import execute, sandbox_preload_for
+    from grader.release import release
+    from grader.sandbox import session
 
+    imported = []
+    start, close = session.Session.start, session.Session.close
+
+    def starting(s):
+        start(s)
+        s.request({"op": "run", "source": _MARK})
+
+    def closing(s):
+        if s.alive:
+            imported.append(json.loads(s.request({"op": "run", "source": _SINCE})["stdout"]))
+        close(s)
+
+    monkeypatch.setattr(session.Session, "start", starting)
+    monkeypatch.setattr(session.Session, "close", closing)
     undeclared = [d.name for d in sorted((REPO / "assignments").iterdir())
                   if d.is_dir() and "torch._dynamo" not in sandbox_preload_for(d)]
     assert undeclared, "every assignment declares it: this test checks nothing"
     for name in undeclared:
-        code = (
-            "import contextlib, io, sys\nimport nbformat\n"
-            "from grader.sandbox import zygote\n"
-            "for m in zygote.PRELOAD:\n    __import__(m)\n"
-            "zygote.warm_up()\n"
-            f"nb = nbformat.read({str(REPO / 'assignments' / name / (name + '.ipynb'))!r}, 4)\n"
-            "ns = {'__name__': '__main__'}\n"
-            "for cell in nb.cells:\n"
-            "    if cell.cell_type == 'code':\n"
-            "        with contextlib.redirect_stdout(io.StringIO()):\n"
-            "            exec(compile(cell.source, '<cell>', 'exec'), ns)\n"
-            + _COMPILER)
-        assert _fresh(code).splitlines()[-1] == "[]", name
+        course = Course(tmp_path / name)
+        released = release(course, name) / f"{name}.ipynb"
+        for i, story in enumerate(SAMPLE_CLASSES[name]):
+            folder = tmp_path / "submissions" / f"s{i}" / name
+            folder.mkdir(parents=True)
+            nbformat.write(make_submission(course.source / name / f"{name}.ipynb", released,
+                                           story), folder / f"{name}.ipynb")
+            task, error, _ = prepare(course, name, f"s{i}", folder, None, False)
+            assert error is None, error
+            imported.clear()
+            execute(task)
+            assert imported, f"{name}, {story.story}: no student's process was looked at"
+            heavy = sorted(m for found in imported for m in found
+                           if m.startswith(_COMPILER_PACKAGES))
+            assert not heavy, f"{name}, {story.story}: a student's process imported {heavy[:5]}"
