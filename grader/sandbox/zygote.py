@@ -160,6 +160,16 @@ def warm_up_gradients() -> None:
     torch.autograd.backward([y], [torch.ones_like(y)])
 
 
+def warm_up_seed() -> None:
+    """A notebook's `torch.manual_seed(...)`: its first call sets up PyTorch's lazy seeding of
+    other devices, and, once PyTorch's compiler is imported, the wrapper that keeps the compiler
+    out of it (one to five milliseconds in each student's process otherwise). Seeded with the
+    generator's own first seed: back to the random state this server started with."""
+    import torch
+
+    torch.manual_seed(torch.initial_seed())
+
+
 def warm_up_meta() -> None:
     """The meta device (tests check device= handling with it) imports PyTorch's compiler and
     symbolic shapes (torch._dynamo, sympy) on its first operation written in Python: about a
@@ -228,6 +238,7 @@ def main() -> None:
     if "torch._dynamo" in sys.modules:  # declared: the meta device's first use, paid here
         warm_up_meta()
         t = step("meta device", t)
+    warm_up_seed()  # after the compiler, which wraps torch.manual_seed
     shell()
     step("shell", t)
     sock = socket.socket(fileno=int(sys.argv[1]))
