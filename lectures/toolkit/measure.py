@@ -6,8 +6,8 @@ medians over repeats, and memory is counted from the tensors PyTorch actually al
 than from the process size (which the allocator and other libraries blur).
 
 - `median_time`: seconds per call, the median over repeats after a warm-up.
-- `min_times`: CPU seconds per call of several calls, timed in turns, the minimum over repeats;
-  the steadiest estimate of the work itself on a busy machine.
+- `min_times`: CPU seconds per call of several calls, timed in turns: the fastest time two turns
+  reach; the steadiest estimate of the work itself on a busy machine.
 - `largest_intermediate`: bytes of the biggest tensor an operation creates inside a call; for
   attention that is the (L, S) score matrix, for tiled attention one tile.
 - `count_operations`: how many aten operations a call runs, e.g. one per time step in an RNN.
@@ -19,6 +19,7 @@ than from the process size (which the allocator and other libraries blur).
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -55,29 +56,67 @@ def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
     return statistics.median(times)
 
 
+class Timings(dict):
+    """{key: seconds}, with how many turns measured them (`turns`) and the keys whose time no
+    two turns agreed on (`unmatched`: their single fastest turn is kept)."""
+
+    def __init__(self, seconds: Mapping, turns: int, unmatched: list):
+        super().__init__(seconds)
+        self.turns = turns
+        self.unmatched = unmatched
+
+
 def min_times(calls: Mapping[object, Callable[[], object]], repeats: int = 5, warmup: int = 1,
-              clock: Callable[[], float] = time.process_time) -> dict:
-    """{key: seconds} for each of several calls: the minimum over `repeats` timed calls.
+              clock: Callable[[], float] = time.process_time, agree: float = 0.05,
+              max_repeats: int | None = None) -> Timings:
+    """{key: seconds} for each of several calls: the fastest time that two timed calls reach.
 
     Made for scaling curves on a shared machine. The calls are timed in turns (all of them once,
     then all again, ...), so a burst of load from another program falls on every size alike
     rather than on one point of the curve. The default clock is this process's CPU time, which
     stops while another program holds the core: waiting is not counted, only the work (run
-    PyTorch on one thread, `torch.set_num_threads(1)`, so that CPU time and work agree).
-    Interference can only add time, never remove it, hence the minimum.
+    PyTorch on one thread, `torch.set_num_threads(1)`, so that CPU time and work agree). Inside
+    a virtual machine, though, the time the host lends the core to another machine can still
+    count, so some turns come out slower than the work.
+
+    Interference adds time, a different amount each time, and the odd turn comes out faster
+    than the rest (memory that happened to be at hand, say); the work itself comes out the same
+    whenever it runs undisturbed. So each call's time is the fastest that two of its turns
+    reach, within `agree` (5 %) of each other. After `repeats` turns the timing goes on, one
+    turn at a time, until every call's fastest turn is matched by another, or `max_repeats`
+    turns (4 x `repeats`) have run. The result's `turns` says how many it took; a call whose
+    turns never agreed keeps its fastest and is listed in `unmatched`.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
+    max_repeats = 4 * repeats if max_repeats is None else max_repeats
+    if max_repeats < repeats:
+        raise ValueError(f"max_repeats ({max_repeats}) is below repeats ({repeats})")
     for _ in range(warmup):
         for fn in calls.values():
             fn()
-    best = {key: float("inf") for key in calls}
-    for _ in range(repeats):
+    times: dict = {key: [] for key in calls}
+    turns = 0
+    while turns < repeats or (turns < max_repeats and not all(
+            _reached_twice(seconds, agree) == min(seconds) for seconds in times.values())):
         for key, fn in calls.items():
             start = clock()
             fn()
-            best[key] = min(best[key], clock() - start)
-    return best
+            times[key].append(clock() - start)
+        turns += 1
+    floors = {key: _reached_twice(seconds, agree) for key, seconds in times.items()}
+    return Timings({key: min(times[key]) if floor is None else floor
+                    for key, floor in floors.items()}, turns,
+                   [key for key, floor in floors.items() if floor is None])
+
+
+def _reached_twice(seconds: list[float], agree: float) -> float | None:
+    """The fastest of these times that another is within `agree` of; None if no two agree."""
+    ordered = sorted(seconds)
+    for fastest, next_one in itertools.pairwise(ordered):
+        if next_one <= fastest * (1 + agree):
+            return fastest
+    return None
 
 
 def _storages(tensors) -> dict[int, int]:

@@ -33,24 +33,69 @@ def test_median_time_rejects_no_repeats():
         median_time(lambda: None, repeats=0)
 
 
-def test_min_times_takes_each_calls_fastest_turn_and_interleaves_them():
-    order = []
-    clock_ticks = iter(range(1000))
+def fake_clock_calls(durations):
+    """A fake clock and calls whose turns last the given ticks: durations = {key: [ticks, ...]}.
 
-    def clock():  # a fake clock: each reading is one tick later, so every call lasts 1 tick
+    Each clock reading is one tick later, so a call that reads it n - 1 more times lasts n ticks;
+    once its list is used up every turn lasts 1 tick. Returns (clock, calls, order of calls).
+    """
+    order = []
+    clock_ticks = iter(range(100_000))
+
+    def clock():
         return float(next(clock_ticks))
 
-    def call(key, extra):
+    def call(key, ticks):
         def fn():
             order.append(key)
-            for _ in range(extra.pop(0) if extra else 0):
-                clock()  # a slow turn: the clock is read more, i.e. time passes
+            for _ in range(ticks.pop(0) - 1 if ticks else 0):
+                clock()
         return fn
 
-    best = min_times({"a": call("a", [0, 5, 2, 5]), "b": call("b", [0, 7, 0, 0])}, repeats=3,
-                     warmup=1, clock=clock)
+    return clock, {key: call(key, list(ticks)) for key, ticks in durations.items()}, order
+
+
+def test_min_times_takes_each_calls_fastest_turn_and_interleaves_them():
+    # warm-up, then turns; a's fastest (3) is reached twice, b's (1) too
+    clock, calls, order = fake_clock_calls({"a": [1, 6, 3, 3], "b": [1, 8, 1, 1]})
+    best = min_times(calls, repeats=3, warmup=1, clock=clock)
     assert order == ["a", "b"] * 4  # warm-up, then turns: a, b, a, b, ...
-    assert best == {"a": 3.0, "b": 1.0}  # a: turns of 6, 3 and 6 ticks; b: 8, 1, 1
+    assert best == {"a": 3.0, "b": 1.0} and best.turns == 3 and best.unmatched == []
+
+
+def test_min_times_goes_on_until_every_fastest_turn_is_reached_twice():
+    # a's turns: 6, 3, 6 ticks, then 5, 3: its fastest (3) is matched on the fifth turn
+    clock, calls, order = fake_clock_calls({"a": [1, 6, 3, 6, 5, 3, 9], "b": [1, 2, 2, 2, 2, 2]})
+    best = min_times(calls, repeats=3, warmup=1, clock=clock)
+    assert best.turns == 5 and best.unmatched == []
+    assert best == {"a": 3.0, "b": 2.0}
+    assert order == ["a", "b"] * 6
+
+
+def test_min_times_counts_a_turn_within_the_agreement_as_a_match():
+    clock, calls, _ = fake_clock_calls({"a": [1, 100, 104, 130]})  # 104 is within 5 % of 100
+    assert min_times(calls, repeats=2, clock=clock).turns == 2
+    clock, calls, _ = fake_clock_calls({"a": [1, 100, 106, 130, 100]})  # 106 is not
+    best = min_times(calls, repeats=2, clock=clock)
+    assert best.turns == 4 and best == {"a": 100.0}
+
+
+def test_min_times_drops_a_lone_fast_turn_for_the_fastest_that_two_turns_reach():
+    # one turn of 60 ticks among turns of 100-ish: after 8 turns (4 x repeats) the lone 60 is
+    # still unmatched, and the time is the fastest level two turns agree on
+    clock, calls, _ = fake_clock_calls({"a": [1, 100, 60, 130, 103, 150, 160, 170, 180]})
+    best = min_times(calls, repeats=2, clock=clock)
+    assert best.turns == 8 and best == {"a": 100.0} and best.unmatched == []
+
+
+def test_min_times_stops_after_max_repeats_and_lists_what_never_agreed():
+    # every turn 10 % slower than the one before: no two turns ever agree
+    clock, calls, _ = fake_clock_calls({"a": [1] + [round(100 * 1.1 ** i) for i in range(50)],
+                                        "b": [1] + [5] * 50})
+    best = min_times(calls, repeats=2, clock=clock)
+    assert best.turns == 8 and best.unmatched == ["a"] and best == {"a": 100.0, "b": 5.0}
+    clock, calls, _ = fake_clock_calls({"a": [1] + [round(100 * 1.1 ** i) for i in range(50)]})
+    assert min_times(calls, repeats=2, max_repeats=3, clock=clock).turns == 3
 
 
 def test_min_times_on_the_cpu_clock_ignores_sleeping():
@@ -58,9 +103,11 @@ def test_min_times_on_the_cpu_clock_ignores_sleeping():
     assert best["sleep"] < 0.01  # waiting is not work: CPU time stays near zero
 
 
-def test_min_times_rejects_no_repeats():
+def test_min_times_rejects_no_repeats_and_a_cap_below_them():
     with pytest.raises(ValueError):
         min_times({"x": lambda: None}, repeats=0)
+    with pytest.raises(ValueError, match="max_repeats"):
+        min_times({"x": lambda: None}, repeats=5, max_repeats=4)
 
 
 def test_largest_intermediate_finds_the_score_matrix():
