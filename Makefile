@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
-.PHONY: site browser-test screenshots sandbox-tools bench-curve hub hub-tools
+.PHONY: site browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,14 @@ lab: $(STAMP)
 ## Executed copies of the lectures, and HTML, under build/lectures/ (for self-learners).
 lectures: $(STAMP)
 	cd lectures && ../$(BIN)/python -m toolkit.execute
+
+## The lectures on the kernels of older CPUs: PyTorch, oneDNN and MKL held to AVX2, then to SSE4
+## (a model trained here computes slightly different numbers on another CPU; every claim must hold).
+lectures-other-cpus: $(STAMP)
+	cd lectures && ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
+		../$(BIN)/python -m toolkit.execute ../build/lectures-avx2
+	cd lectures && ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 \
+		MKL_ENABLE_INSTRUCTIONS=SSE4_2 ../$(BIN)/python -m toolkit.execute ../build/lectures-sse4
 
 ## The self-study site (Jupyter Book): executed lectures and worked solutions, in build/site/.
 ## Reuses the executed lectures in build/lectures/ (`make lectures`) while they are up to date.

@@ -309,6 +309,29 @@ def test_a_sandbox_imports_pytorchs_compiler_for_students_only_where_declared(mo
     assert list(seen.values()) == ["['sympy']", "['sympy', 'torch._dynamo']"]
 
 
+_FULL_COLLECTION = ("import gc, resource\n"
+                    "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+                    "gc.collect()\n"
+                    "print(gc.get_freeze_count(), "
+                    "resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)")
+
+
+def test_a_full_collection_in_a_students_process_leaves_the_servers_objects_alone():
+    # The server freezes what it made before forking: a student's gc.collect() would otherwise
+    # write to every object it shares with the server, copying thousands of pages (0.16 s).
+    from grader.sandbox import session
+
+    s = session.Session({}, session.Limits(cell_timeout=30, notebook_timeout=120))
+    s.start()
+    try:
+        frozen, faults = map(int, s.request({"op": "run", "source": _FULL_COLLECTION})["stdout"]
+                             .split())
+    finally:
+        s.close()
+    assert frozen > 100_000, frozen  # torch and IPython's objects
+    assert faults < 3000, faults  # about 13,600 pages copied without the freeze
+
+
 _MARK = "import sys\nsys.modules_at_start = set(sys.modules)"  # kept out of the notebook's names
 _SINCE = "import json, sys\nprint(json.dumps(sorted(set(sys.modules) - sys.modules_at_start)))"
 _COMPILER_PACKAGES = ("torch._dynamo", "torch._inductor", "sympy", "mpmath",
