@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from grader.collector import paused
 from grader.course import DEFAULT_COURSE, Course
 
 
@@ -87,7 +88,8 @@ def cmd_autograde(args) -> int:
 
         # importing torch there while this process imports nbgrader
         start_fork_server(preload_for(_course(args).source / args.assignment))
-    from grader.autograde import autograde
+    with paused():  # nbgrader's imports (grader.collector)
+        from grader.autograde import autograde
 
     limits = {k: v for k, v in (("cell_timeout", args.cell_timeout),
                                 ("notebook_timeout", args.notebook_timeout),

@@ -66,18 +66,21 @@ def execute(task: Task) -> dict:
 # What a pool process needs, imported once by multiprocessing's fork server and inherited by
 # every pool process forked from it: torch is imported once per grading command, not once per
 # core (start-up is most of what a small class costs; bench/autograde_class.py measures it).
-PRELOAD = ["grader.parallel", "grader.sandbox.judge", "grader.checks", "torch",
-           "grader.sandbox.warmed"]
+# The first and the last pause Python's garbage collector in between (grader.collector).
+PRELOAD = ["grader.sandbox.warming", "grader.parallel", "grader.sandbox.judge", "grader.checks",
+           "torch", "grader.sandbox.warmed"]
 
 
 def preload_for(source: Path | None) -> list[str]:
-    """PRELOAD, then the modules that an assignment's notebooks (in `source`, the instructor's
+    """PRELOAD, with the modules that an assignment's notebooks (in `source`, the instructor's
     folder) declare their tests import on first use, in their metadata `grader.judge_preload`:
     PyTorch imports its compiler (`torch._dynamo`, a second or more) on the first use of its
     profiler, and its symbolic shapes (`torch.fx.experimental.symbolic_shapes`, half a second)
     on some Python-written operations. Declared, they are imported once by the fork server;
-    undeclared, once by each pool process that needs them (time, never a grade)."""
-    return PRELOAD + [m for m in declared(source, "judge_preload") if m not in PRELOAD]
+    undeclared, once by each pool process that needs them (time, never a grade). They come
+    before PRELOAD's last module, which ends the start-up."""
+    return PRELOAD[:-1] + [m for m in declared(source, "judge_preload") if m not in PRELOAD] \
+        + PRELOAD[-1:]
 
 
 def sandbox_preload_for(source: Path | None) -> list[str]:

@@ -2,6 +2,8 @@
 which can only import modules: each operator's first use is then paid once per grading command,
 not once per pool process. See zygote.warm_up. (Not the meta device's, which imports PyTorch's
 compiler: the judge's tests of most assignments never need it, and those that do declare it.)
+Then the start-up is over: what it made is frozen and the garbage collector, paused by
+grader.sandbox.warming, runs again (grader.collector).
 
 The fork server ends when the grading command does; its end skips the interpreter's teardown
 (grader.exits.exit_now, an exit handler: it runs before every handler registered earlier, torch's
@@ -10,8 +12,10 @@ os._exit)."""
 
 import atexit
 
+from grader.collector import resume
 from grader.exits import exit_now
 from grader.sandbox.zygote import warm_up
 
 warm_up()
+resume()
 atexit.register(exit_now)

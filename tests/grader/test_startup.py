@@ -249,7 +249,7 @@ def test_the_judges_fork_server_imports_pytorchs_compiler_only_where_declared():
             "print(json.dumps([m for m in ('torch._dynamo', 'sympy') if m in sys.modules]))")
     plain = preload_for(REPO / "assignments" / "self_attention")
     declared = preload_for(REPO / "assignments" / "efficient_attention")
-    assert declared == [*plain, "torch._dynamo"]
+    assert declared == [*plain[:-1], "torch._dynamo", plain[-1]]
     assert json.loads(_fresh(code.format(plain))) == []
     assert json.loads(_fresh(code.format(declared))) == ["torch._dynamo", "sympy"]
 
@@ -264,7 +264,8 @@ def test_what_a_notebook_declares_for_the_judge_is_read_with_care(tmp_path):
     notebook("b", {"grader": {"judge_preload": "torch._dynamo"}})  # not a list: ignored
     notebook("c", {"grader": {"judge_preload": ["sympy", "numpy"]}})
     (tmp_path / "d.ipynb").write_text("{not json")
-    assert preload_for(tmp_path) == [*PRELOAD, "sympy", "numpy"]
+    # before the last, which ends the fork server's start-up (grader.collector)
+    assert preload_for(tmp_path) == [*PRELOAD[:-1], "sympy", "numpy", PRELOAD[-1]]
     assert preload_for(None) == PRELOAD == preload_for(tmp_path / "missing")
 
 
@@ -310,26 +311,52 @@ def test_a_sandbox_imports_pytorchs_compiler_for_students_only_where_declared(mo
 
 
 _FULL_COLLECTION = ("import gc, resource\n"
+                    "state = gc.isenabled(), gc.get_stats()[2]['collections']\n"
                     "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
                     "gc.collect()\n"
-                    "print(gc.get_freeze_count(), "
+                    "print(*state, gc.get_freeze_count(), "
                     "resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)")
 
 
-def test_a_full_collection_in_a_students_process_leaves_the_servers_objects_alone():
-    # The server freezes what it made before forking: a student's gc.collect() would otherwise
-    # write to every object it shares with the server, copying thousands of pages (0.16 s).
+def test_a_sandbox_server_starts_without_the_collector_and_freezes_what_it_made():
+    # The server imports with the garbage collector paused (five full collections during
+    # torch's, its compiler's and IPython's imports: 0.3 s), then freezes what it made: a
+    # student's gc.collect() would otherwise write to every object it shares with the server,
+    # copying thousands of pages (0.16 s).
     from grader.sandbox import session
 
     s = session.Session({}, session.Limits(cell_timeout=30, notebook_timeout=120))
     s.start()
     try:
-        frozen, faults = map(int, s.request({"op": "run", "source": _FULL_COLLECTION})["stdout"]
-                             .split())
+        enabled, full, frozen, faults = s.request(
+            {"op": "run", "source": _FULL_COLLECTION})["stdout"].split()
     finally:
         s.close()
-    assert frozen > 100_000, frozen  # torch and IPython's objects
-    assert faults < 3000, faults  # about 13,600 pages copied without the freeze
+    assert enabled == "True" and full == "0"  # on for the student; none ran in the server
+    assert int(frozen) > 100_000, frozen  # torch and IPython's objects
+    assert int(faults) < 3000, faults  # about 13,600 pages copied without the freeze
+
+
+def _collector(_=None):
+    import gc
+    import time
+
+    time.sleep(1)  # both pool processes get one call each
+    return gc.isenabled(), gc.get_freeze_count(), gc.get_stats()[2]["collections"]
+
+
+def test_the_fork_server_starts_without_the_collector_and_freezes_what_it_made():
+    # Its imports (torch, the judge) ran three full collections with the collector on (0.25 s);
+    # its pool processes inherit what it froze, which their own collections then skip.
+    from grader.parallel import LocalPool
+
+    pool = LocalPool(2)
+    try:
+        seen = [c.result(120) for c in [pool.pool.submit(_collector) for _ in range(2)]]
+    finally:
+        pool.close()
+    for enabled, frozen, full in seen:
+        assert enabled and frozen > 100_000 and full == 0, seen
 
 
 _MARK = "import sys\nsys.modules_at_start = set(sys.modules)"  # kept out of the notebook's names
