@@ -345,6 +345,28 @@ def _collector(_=None):
     return gc.isenabled(), gc.get_freeze_count(), gc.get_stats()[2]["collections"]
 
 
+def _validators(_=None):
+    import time
+
+    from nbformat import validator
+
+    time.sleep(1)  # both pool processes get one call each
+    return sorted(key[1:3] for key in validator.validators)
+
+
+def test_pool_processes_inherit_the_notebook_schemas_validator():
+    # Each pool process reads the submissions' notebooks; compiling the schema's validator on
+    # the first read cost each of them 35 ms.
+    from grader.parallel import LocalPool
+
+    pool = LocalPool(2)
+    try:
+        seen = [c.result(120) for c in [pool.pool.submit(_validators) for _ in range(2)]]
+    finally:
+        pool.close()
+    assert all((4, 5) in versions for versions in seen), seen
+
+
 def test_the_fork_server_starts_without_the_collector_and_freezes_what_it_made():
     # Its imports (torch, the judge) ran three full collections with the collector on (0.25 s);
     # its pool processes inherit what it froze, which their own collections then skip.
