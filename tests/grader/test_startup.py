@@ -354,29 +354,28 @@ def _validators(_=None):
     return sorted(key[1:3] for key in validator.validators)
 
 
-def test_pool_processes_inherit_the_notebook_schemas_validator():
-    # Each pool process reads the submissions' notebooks; compiling the schema's validator on
-    # the first read cost each of them 35 ms.
+def _ask_each_pool_process(probe) -> list:
+    """probe's answer from each of a fresh two-process pool (probe sleeps: one call each)."""
     from grader.parallel import LocalPool
 
     pool = LocalPool(2)
     try:
-        seen = [c.result(120) for c in [pool.pool.submit(_validators) for _ in range(2)]]
+        return [c.result(120) for c in [pool.pool.submit(probe) for _ in range(2)]]
     finally:
         pool.close()
+
+
+def test_pool_processes_inherit_the_notebook_schemas_validator():
+    # Each pool process reads the submissions' notebooks; compiling the schema's validator on
+    # the first read cost each of them 35 ms.
+    seen = _ask_each_pool_process(_validators)
     assert all((4, 5) in versions for versions in seen), seen
 
 
 def test_the_fork_server_starts_without_the_collector_and_freezes_what_it_made():
     # Its imports (torch, the judge) ran three full collections with the collector on (0.25 s);
     # its pool processes inherit what it froze, which their own collections then skip.
-    from grader.parallel import LocalPool
-
-    pool = LocalPool(2)
-    try:
-        seen = [c.result(120) for c in [pool.pool.submit(_collector) for _ in range(2)]]
-    finally:
-        pool.close()
+    seen = _ask_each_pool_process(_collector)
     for enabled, frozen, full in seen:
         assert enabled and frozen > 100_000 and full == 0, seen
 
