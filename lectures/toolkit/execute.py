@@ -108,4 +108,4 @@ def main(out: Path = LECTURES.parent / "build" / "lectures") -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*(Path(arg).resolve() for arg in sys.argv[1:2])))  # optional: the folder
+    sys.exit(main(Path(sys.argv[1]).resolve()) if len(sys.argv) > 1 else main())  # the folder

@@ -11,10 +11,14 @@ from grader.collector import paused
 
 @pytest.fixture
 def collector():
-    # each test leaves the collector as it found it
+    # each test leaves the collector as it found it, and nothing of this process frozen
     was = gc.isenabled()
     yield
-    gc.enable() if was else gc.disable()
+    gc.unfreeze()
+    if was:
+        gc.enable()
+    else:
+        gc.disable()
 
 
 def test_paused_stops_the_collector_inside_and_freezes_what_was_made(collector):
@@ -25,7 +29,6 @@ def test_paused_stops_the_collector_inside_and_freezes_what_was_made(collector):
         made = [[i] for i in range(1000)]  # tracked containers
     assert gc.isenabled()
     assert gc.get_freeze_count() >= before + len(made)
-    gc.unfreeze()
 
 
 def test_paused_resumes_after_an_error(collector):
@@ -33,7 +36,6 @@ def test_paused_resumes_after_an_error(collector):
     with pytest.raises(RuntimeError), paused():
         raise RuntimeError("an import failed")
     assert gc.isenabled()
-    gc.unfreeze()
 
 
 def test_paused_leaves_a_collector_that_was_off_off(collector):
