@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 
+from grader.notebooks import handover
 from grader.sandbox.run import Plan
 
 
@@ -58,7 +59,7 @@ def execute(task: Task) -> dict:
     for name, source in task.notebooks.items():
         nb = nbformat.reads(source, as_version=4)
         flags += run_notebook(nb, name, task.plan, task.unconfined)
-        executed[name] = nbformat.writes(nb)
+        executed[name] = handover(nb)
     return {"notebooks": executed, "flags": unique(flags), "seconds": time.monotonic() - start,
             "executed_by": f"{os.uname().nodename}:{os.getpid()}"}
 

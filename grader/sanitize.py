@@ -8,6 +8,7 @@ from __future__ import annotations
 import nbformat
 
 from grader.course import COURSE_ID, Course, nbgrader_config
+from grader.notebooks import handover
 from grader.sandbox.execute import FLAGS, SANITIZED_FROM, digest
 from grader.status import unique
 
@@ -29,5 +30,5 @@ def sanitize(course: Course, assignment: str, student: str) -> tuple[dict[str, s
         flags += resources.get(FLAGS, [])
         # stage 3 takes the executed notebook whole, if made from this very file
         nb.metadata[SANITIZED_FROM] = digest(data)
-        notebooks[name] = nbformat.writes(nb)
+        notebooks[name] = handover(nb)
     return notebooks, unique(flags)

@@ -165,3 +165,28 @@ def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_pa
         assert grade is None or grade.auto_score is None, \
             "the first test cell's grade was kept from a notebook whose recording failed"
         assert gb.find_grade("test_double", "tiny", "tiny", "good").auto_score == 2
+
+
+def test_stages_hand_notebooks_over_as_compact_json_that_reads_back_whole(tiny_course,
+                                                                         tmp_path):
+    # Stage 1 -> the pool -> stage 3 pass notebooks as JSON written by the C encoder
+    # (grader.notebooks.handover), not nbformat.writes' indented form; what the next stage
+    # reads is the notebook nbformat.writes would have handed over, non-ASCII text included.
+    from grader import autograde as stages
+    from grader.notebooks import handover
+    from grader.parallel import execute
+
+    subs = tmp_path / "submissions"
+    submit(tiny_course, subs, "ada", answered(tiny_course, "return 2 * x  # ×2, «double»"))
+    task, error, _ = stages.prepare(tiny_course, "tiny", "ada", subs / "ada" / "tiny", None,
+                                    False)
+    assert error is None
+    outcome = execute(task)
+    for text in (task.notebooks["tiny"], outcome["notebooks"]["tiny"]):
+        assert "\n " not in text, "indented JSON: nbformat.writes, not the hand-over"
+        nb = nbformat.reads(text, as_version=4)
+        assert nbformat.reads(nbformat.writes(nb), as_version=4) == nb
+        assert nbformat.reads(handover(nb), as_version=4) == nb
+    executed = nbformat.reads(outcome["notebooks"]["tiny"], as_version=4)
+    assert any("«double»" in c.source for c in executed.cells)
+    assert any(c.get("outputs") for c in executed.cells), "the executed outputs came back"
