@@ -13,6 +13,7 @@ is the class's total for one pass, the least of `--repeats` passes; the spread i
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import tempfile
@@ -68,15 +69,14 @@ def main(argv: list[str]) -> int:
     setup_process()
     with tempfile.TemporaryDirectory() as tmp:
         notebooks = handed_over(args.assignment, Path(tmp))
-    texts = [handover(nb) for nb in notebooks]
+    read = functools.partial(nbformat.reads, as_version=4)
     rows = {
         "nbformat.writes": cpu_of(nbformat.writes, notebooks, args.repeats),
         "handover": cpu_of(handover, notebooks, args.repeats),
         "nbformat.reads of nbformat.writes": cpu_of(
-            lambda text: nbformat.reads(text, as_version=4),
-            [nbformat.writes(nb) for nb in notebooks], args.repeats),
+            read, [nbformat.writes(nb) for nb in notebooks], args.repeats),
         "nbformat.reads of handover": cpu_of(
-            lambda text: nbformat.reads(text, as_version=4), texts, args.repeats),
+            read, [handover(nb) for nb in notebooks], args.repeats),
     }
     n = len(notebooks)
     print(f"{n} notebooks handed over grading the sample class of {args.assignment}; least of "
