@@ -2,10 +2,11 @@
 
 nbgrader opens the gradebook about twenty times for each notebook it records, and each opening
 costs more than the query it is for: a new engine (whose cache of compiled SQL starts empty),
-a check of every table (`create_all`), and on closing, `dispose()`, which closes the
-connections, so the next opening connects again. Within `shared_engines()`, nbgrader's
-gradebooks reuse one engine per database URL, its tables are checked once, and its connections
-stay in its pool until the run ends; each gradebook still closes its own session.
+a listing of the database's tables (to know whether it is new), a check of every table
+(`create_all`), and on closing, `dispose()`, which closes the connections, so the next opening
+connects again. Within `shared_engines()`, nbgrader's gradebooks reuse one engine per database
+URL, its tables are listed until they exist and checked once, and its connections stay in its
+pool until the run ends; each gradebook still closes its own session.
 """
 
 from __future__ import annotations
@@ -17,13 +18,25 @@ def _keep_connections(close: bool = True) -> None:
     """A shared engine's dispose() during the run: the pool stays for the next gradebook."""
 
 
+class _Tables:
+    """What nbgrader asks an inspector for when it opens a gradebook: the table names."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+
+    def get_table_names(self, *args, **kwargs) -> list[str]:
+        return list(self.names)
+
+
 @contextlib.contextmanager
 def shared_engines():
     import nbgrader.api
     from sqlalchemy import MetaData
 
     create, metadata = nbgrader.api.create_engine, nbgrader.api.Base.metadata
+    inspect = nbgrader.api.inspect
     engines, checked = {}, set()
+    tables = {}  # shared engine -> its tables, once there are some (a run never drops one)
 
     def create_engine(url, **kwargs):
         key = (str(url), tuple(sorted(kwargs.items())))
@@ -37,11 +50,20 @@ def shared_engines():
             MetaData.create_all(metadata, bind=bind, **kwargs)
             checked.add(bind)
 
+    def inspect_tables(engine):
+        if engine in tables:
+            return _Tables(tables[engine])
+        names = inspect(engine).get_table_names()
+        if names and engine in engines.values():
+            tables[engine] = names
+        return _Tables(names)
+
     nbgrader.api.create_engine, metadata.create_all = create_engine, create_all
+    nbgrader.api.inspect = inspect_tables
     try:
         yield
     finally:
-        nbgrader.api.create_engine = create
+        nbgrader.api.create_engine, nbgrader.api.inspect = create, inspect
         del metadata.create_all
         for engine in engines.values():
             del engine.dispose

@@ -11,7 +11,7 @@ The rows are the gradebook session's own objects: a change to one is a change nb
 
 from __future__ import annotations
 
-from nbgrader.api import BaseCell, Comment, Grade
+from nbgrader.api import BaseCell, Comment, Grade, GradeCell, TaskCell
 
 # The cell kinds a graded cell, a grade and a comment can belong to. nbgrader's finders look
 # for the second kind first, so where both have a cell of the same name, the second's is it.
@@ -55,7 +55,13 @@ class NotebookRows:
             notebook = gb.find_notebook(self._notebook, self._assignment)
             if finder == "find_source_cell":
                 return {cell.name: cell for cell in notebook.source_cells}
-            return {cell.name: cell for cell in notebook.task_cells + notebook.grade_cells}
+            # Each kind in one query with its own table's columns: the notebook's list of cells
+            # would load them one row at a time, on first reading a cell's max_score.
+            rows = {}
+            for kind in (TaskCell, GradeCell):  # (as in _GRADED: the second kind wins)
+                rows.update({cell.name: cell for cell in gb.db.query(kind)
+                             .filter(kind.notebook_id == notebook.id).all()})
+            return rows
         submitted = gb.find_submission_notebook(self._notebook, self._assignment,
                                                 self._student)
         table, order = (Grade, _GRADED) if finder == "find_grade" else (Comment, _COMMENTED)

@@ -77,6 +77,28 @@ def test_differences_names_every_kind_of_wrong_entry_and_passes_only_close_ones(
     assert differences(~mask, mask).startswith("is wrong at 2 of 2 entries")
 
 
+def test_differences_agrees_with_isclose_at_the_edge_of_the_tolerance():
+    """differences() settles most comparisons before torch.isclose: its verdict must be
+    isclose's, for entries on both sides of the bound, in every floating dtype."""
+    from grader.checks.compare import differences, tolerances
+
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
+        atol, rtol = tolerances(dtype)
+        verdicts = set()
+        for scale in (0.5, 0.9, 0.99, 1.0, 1.01, 1.1, 2.0):
+            for _ in range(20):
+                expected = (torch.randn(3, 4, generator=g, dtype=torch.float64) * 10).to(dtype)
+                bound = atol + rtol * expected.double().abs()
+                step = torch.randn(3, 4, generator=g, dtype=torch.float64).sign() * bound
+                actual = (expected.double() + scale * step * (torch.rand(
+                    3, 4, generator=g, dtype=torch.float64) < 0.2)).to(dtype)
+                close = bool(torch.isclose(actual, expected, atol=atol, rtol=rtol).all())
+                assert (differences(actual, expected) is None) == close, (dtype, scale)
+                verdicts.add(close)
+        assert verdicts == {True, False}, dtype  # both sides of the bound were tried
+
+
 def test_unchanged_is_exact_with_nan_equal_to_nan():
     """The in-place check: every pair of special and ordinary values at one entry, and
     integers, booleans, shapes and dtypes: unchanged exactly when bit-for-bit the same values

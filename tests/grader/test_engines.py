@@ -1,4 +1,5 @@
-"""Gradebooks opened during a grading run share one engine, its table check and its connections."""
+"""Gradebooks opened during a grading run share one engine, its table check (and listing) and
+its connections."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def test_gradebooks_of_a_run_share_one_engine_one_table_check_and_their_connecti
         tmp_path, monkeypatch):
     setup_process()  # nbgrader runs `alembic` when it creates a gradebook
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-    checks, connects, engines = [], [], set()
+    checks, connects, engines, listings = [], [], set(), []
     check = MetaData.create_all
 
     def counted(self, bind, **kwargs):
@@ -27,14 +28,19 @@ def test_gradebooks_of_a_run_share_one_engine_one_table_check_and_their_connecti
         with Gradebook(url, "course") as gb:
             gb.add_student("ada")
             event.listen(gb.engine, "connect", lambda *args: connects.append(args))
+            event.listen(gb.engine, "before_cursor_execute", lambda *args: listings.append(
+                args[2]) if "sqlite_master" in args[2] else None)
         for _ in range(5):
             with Gradebook(url, "course") as gb:
                 engines.add(gb.engine)
                 assert gb.find_student("ada").id == "ada"  # what an earlier one wrote
     assert len(engines) == 1 and len(checks) == 1, (len(engines), len(checks))
     assert not connects, f"{len(connects)} new connections for five openings"
+    # listed until there are tables: the first opening made them, the second lists them
+    assert len(listings) == 1, f"the tables listed {len(listings)} times for five openings"
     # The run over, nbgrader is as it was: each opening makes its own engine and checks again.
     assert nbgrader.api.create_engine is sqlalchemy.create_engine
+    assert nbgrader.api.inspect is sqlalchemy.inspect
     assert "create_all" not in vars(nbgrader.api.Base.metadata)
     with Gradebook(url, "course") as gb:
         assert gb.engine not in engines

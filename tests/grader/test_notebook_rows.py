@@ -96,3 +96,25 @@ def test_each_kind_of_row_is_read_once_however_many_lookups(gradebook):
     # per kind: its notebook (or the submitted notebook), then its rows (graded cells: two)
     assert ours <= 9, queries[:ours]
     assert len(queries) - ours >= len(found) == 18  # nbgrader's: one or more per lookup
+
+
+def test_graded_cells_come_with_their_own_columns(gradebook):
+    """nbgrader's steps read a graded cell's max_score and cell_type (its subclass's table):
+    read with the cells, not one query per cell afterwards."""
+    gradebook.db.expire_all()  # as after a commit: nothing loaded before counts
+    rows = NotebookRows(gradebook, "one", "a")
+    cells = [rows.find_graded_cell(name, "one", "a") for name in ("answer", "auto", "task",
+                                                                   "both")]
+    queries = []
+
+    def count(*args):
+        queries.append(args[2])
+
+    event.listen(gradebook.engine, "before_cursor_execute", count)
+    try:
+        read = [(c.name, c.max_score, c.cell_type) for c in cells]
+    finally:
+        event.remove(gradebook.engine, "before_cursor_execute", count)
+    assert read == [("answer", 2, "markdown"), ("auto", 3, "code"), ("task", 4, "markdown"),
+                    ("both", 1, "code")]
+    assert not queries, queries
