@@ -134,6 +134,23 @@ def huge_stored_outputs(nb):
                                                    text="y" * (3 * 2**20))]
 
 
+# The answer sends the grader replies of its own over the connection it finds in its process
+# (each a JSON text, a NUL byte, then raw bytes: grader/sandbox/codec.py), then answers.
+FORGED = '''
+import gc
+from multiprocessing.connection import Connection
+
+def softmax(x, dim=-1):
+    for conn in [o for o in gc.get_objects() if isinstance(o, Connection)]:
+        for message in %s:
+            conn.send_bytes(message)
+    return torch.zeros_like(x)'''
+TENSOR = '{"T": "tensor", "dtype": "float32", "shape": [4], "device": "cpu", "data": %s}'
+OUTSIDE = repr([b'{"ok": true, "value": %s}\0ab' % (TENSOR % '{"B": [0, 99999]}').encode()])
+MISPLACED = repr([b'{"ok": true, "value": {"B": [0, 2]}, "stdout": {"B": [0, 2]}}\0ab',
+                  b'{"ok": true, "value": %s}\0ab' % (TENSOR % '{"B": [0, 2]}').encode()])
+
+
 def _wrong_with(extra: str) -> dict:
     return {k: extra + "\n" + v for k, v in WRONG.items()}
 
@@ -249,6 +266,12 @@ torch.Tensor.softmax = lambda self, dim=-1, **k: torch.zeros_like(self)''',
                replace=_wrong_with("import os") | {
                    "softmax": "import os\ndef softmax(x, dim=-1):\n    os._exit(3)"},
                flags={"crash"}),
+        Attack("forged_reply", "the answer writes a reply of its own into the grader's "
+               "connection, its tensor's raw bytes said to lie past the message's end",
+               replace=_wrong_with("") | {"softmax": FORGED % OUTSIDE}, flags={"crash"}),
+        Attack("forged_values", "the answer writes replies of its own: raw bytes where a value "
+               "and the printed text belong, a tensor given too few bytes",
+               replace=_wrong_with("") | {"softmax": FORGED % MISPLACED}),
         Attack("import_solutions", "imports the reference package and uses it", code='''
 try:
     import solutions

@@ -63,6 +63,42 @@ def test_malformed_messages_are_refused(bad):
         codec.decode(codec.loads(bad)["v"], lambda r: r)
 
 
+def test_tensor_bytes_travel_raw_after_the_json_text():
+    """A tensor's bytes follow the message's JSON text as they are (no base64 to encode, decode
+    and scan on each side); a dict that uses the key "B" itself still arrives as it was."""
+    t = torch.arange(6, dtype=torch.float64).reshape(2, 3)
+    data = codec.dumps({"v": codec.encode(t, None)})
+    text, raw = data.split(b"\0", 1)
+    assert raw == t.numpy().tobytes() and b"AAAA" not in text  # (0.0 in base64 is AAAA...)
+    assert torch.equal(roundtrip(t), t)
+    assert roundtrip(torch.empty(0, 3)).shape == (0, 3)
+    assert roundtrip({"B": [0, 4], "x": {"B": 1}}) == {"B": [0, 4], "x": {"B": 1}}
+    assert roundtrip([t, t + 1])[1][1, 2] == 6.0
+
+
+def _tensor_at(span, raw=b"", data=None):
+    node = {"T": "tensor", "dtype": "uint8", "shape": [2], "device": "cpu",
+            "data": {"B": span} if data is None else data}
+    return json.dumps({"v": node}).encode() + (b"\0" + raw if raw else b"")
+
+
+@pytest.mark.parametrize("bad", [
+    _tensor_at([0, 2]),  # no raw bytes at all
+    _tensor_at([1, 2], b"ab"),  # past the end
+    _tensor_at([-1, 2], b"ab"),
+    _tensor_at([0, "2"], b"ab"),
+    _tensor_at([0, 2, 3], b"abc"),
+    _tensor_at(None, data="YWI="),  # base64 text is not raw bytes
+    _tensor_at([0, 3], b"abc"),  # three bytes for a shape that needs two
+    json.dumps({"v": {"B": [0, 2]}}).encode() + b"\0ab",  # raw bytes where a value should be
+    b'{"v": 1\0, "w": 2}',  # a NUL inside the JSON text cuts it short
+])
+def test_forged_raw_bytes_are_refused(bad):
+    with pytest.raises(codec.CodecError):
+        codec.decode(codec.loads(bad)["v"], lambda r: r)
+    assert codec.decode(codec.loads(_tensor_at([1, 2], b"xab"))["v"], None).tolist() == [97, 98]
+
+
 def test_scan_names_what_an_instructor_should_see():
     found = scan("import solutions\ntorch.allclose = lambda *a: True\nimport os\nos._exit(1)")
     assert "imports the reference solutions" in found
