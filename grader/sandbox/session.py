@@ -10,7 +10,6 @@ or floods is ended with everything it started, and the sandbox is swept for the 
 from __future__ import annotations
 
 import atexit
-import base64
 import contextlib
 import functools
 import json
@@ -324,8 +323,7 @@ class Session:
         self._answers.register(self.conn.fileno(), select.POLLIN)
         if not self.deadline:
             self.deadline = time.monotonic() + self.limits.notebook_timeout
-        files = [[name, base64.b64encode(data).decode("ascii")]
-                 for name, data in sorted(self.files.items())]
+        files = [[name, bytes(data)] for name, data in sorted(self.files.items())]
         reply = self.request({"op": "files", "files": files}, timeout=60)
         report = reply.get("confinement")
         self.landlock_error = str(report.get("landlock_error", ""))[:300] if isinstance(

@@ -7,7 +7,6 @@ and references stay in the grader's process.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import io
 import os
@@ -188,7 +187,7 @@ class Worker:
                 raise ValueError(f"file name {name!r} leaves the scratch folder")
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "wb") as f:
-                f.write(base64.b64decode(data))
+                f.write(data)  # raw bytes (codec.py)
         return {"value": len(msg["files"]), "confinement": self.confinement}
 
     def serve(self):
