@@ -81,7 +81,8 @@ def forbidden_builtins(namespace: dict | None = None, extra=()):
     with announced(extra):  # a call to the student's process switches them off there too
         try:
             originals = {}  # id of a built-in: (the built-in, its name)
-            for owner, attr, name in [*ATTENTION, *extra]:
+            # (the student's process is sent every name switched off: ATTENTION among them)
+            for owner, attr, name in dict.fromkeys([*ATTENTION, *extra]):
                 original = getattr(owner, attr)
                 own = vars(owner).get(attr, _MISSING) if isinstance(owner, type) else original
                 saved.append((owner, attr, own))
