@@ -118,6 +118,7 @@ bench: $(STAMP) sandbox-tools
 	$(BIN)/python bench/autograde_class.py
 	$(BIN)/python bench/autograde_class.py --split
 	$(BIN)/python bench/handover.py
+	$(BIN)/python bench/codec.py
 
 ## Seconds per notebook for classes of 10, 30, 100 and 300 (the README's plot).
 bench-curve: $(STAMP) sandbox-tools

@@ -68,12 +68,15 @@ def encode(value, to_ref, depth: int = 0):
     if isinstance(value, float):
         value = float(value)
         return value if math.isfinite(value) else {"T": "float", "v": repr(value)}
+    if isinstance(value, torch.Tensor):  # the usual values first (no other check claims them)
+        return encode_tensor(value)
+    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields")):
+        return {"T": "tuple" if isinstance(value, tuple) else "list",
+                "v": [encode(v, to_ref, depth + 1) for v in value]}
     if _is_numpy_array(value):
         return {**encode_tensor(torch.from_numpy(value.copy())), "T": "ndarray"}
     if type(value).__module__ == "numpy" and hasattr(value, "item"):  # numpy scalars
         return encode(value.item(), to_ref, depth + 1)
-    if isinstance(value, torch.Tensor):
-        return encode_tensor(value)
     if isinstance(value, torch.dtype):
         return {"T": "dtype", "v": str(value).removeprefix("torch.")}
     if isinstance(value, torch.device):
@@ -83,9 +86,6 @@ def encode(value, to_ref, depth: int = 0):
     if isinstance(value, torch.Generator):
         return {"T": "generator", "seed": int(value.initial_seed()),
                 "state": encode_tensor(value.get_state())}
-    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields")):
-        return {"T": "tuple" if isinstance(value, tuple) else "list",
-                "v": [encode(v, to_ref, depth + 1) for v in value]}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"T": "dict", "v": {k: encode(v, to_ref, depth + 1) for k, v in value.items()}}
     ref = to_ref(value)
@@ -220,7 +220,7 @@ def loads(data: bytes) -> dict:
         return bytes(raw[span[0]:span[0] + span[1]])
 
     try:
-        message = json.loads(text.decode("utf-8"), object_hook=bytes_at)
+        message = json.loads(text.decode("utf-8"), object_hook=bytes_at if end >= 0 else None)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise CodecError(f"not a JSON message: {type(e).__name__}") from None
     if not isinstance(message, dict):
