@@ -13,35 +13,25 @@ is the least of `--repeats` passes over every value (the median in brackets).
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
+from in_process import arguments, cpu_of, grade_sample_class
 
-from grader.course import Course, setup_process
-from grader.demo.sample_class import SAMPLE_CLASSES, write_class
-from grader.release import release
+from grader.course import setup_process
 from grader.sandbox import codec
 
 
 def crossed(assignment: str, work: Path) -> list:
     """(arguments, value) of every call of a student's function grading the sample class."""
-    from grader.autograde import prepare
-    from grader.parallel import execute
     from grader.sandbox.remote import Link
 
-    course = Course(work / "course")
-    released = release(course, assignment) / f"{assignment}.ipynb"
-    students = SAMPLE_CLASSES[assignment]
-    folder = write_class(course.source / assignment / f"{assignment}.ipynb", released, students,
-                         work / "submissions", assignment)
     calls, call = [], Link.call
 
     def kept(self, fn, args, kwargs, changed=None):
@@ -51,12 +41,8 @@ def crossed(assignment: str, work: Path) -> list:
 
     Link.call = kept
     try:
-        for student in students:
-            task, error, _ = prepare(course, assignment, student.id,
-                                     folder / student.id / assignment, None, False)
-            if error:
-                raise SystemExit(f"{student.id} could not be prepared: {error}")
-            execute(task)
+        for _ in grade_sample_class(assignment, work):
+            pass
     finally:
         Link.call = call
     return [(args, value) for args, value in calls if _data_only(args) and _data_only(value)]
@@ -117,21 +103,8 @@ def trip(value):
     return codec.decode(codec.loads(data)["value"], _no_reference), len(data)
 
 
-def cpu_of(values: list, repeats: int) -> list[float]:
-    runs = []
-    for _ in range(repeats):
-        start = time.process_time()
-        for value in values:
-            trip(value)
-        runs.append(time.process_time() - start)
-    return runs
-
-
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("assignment", nargs="?", default="self_attention")
-    p.add_argument("--repeats", type=int, default=20)
-    args = p.parse_args(argv)
+    args = arguments(__doc__, argv)
     setup_process()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,8 +118,8 @@ def main(argv: list[str]) -> int:
     raw_bytes = sum(trip(v)[1] for v in values)
     with base64_text():
         text_bytes = sum(trip(v)[1] for v in values)
-        before = cpu_of(values, args.repeats)
-    after = cpu_of(values, args.repeats)
+        before = cpu_of(trip, values, args.repeats)
+    after = cpu_of(trip, values, args.repeats)
     n = len(calls)
     print(f"{n} calls of a student's function grading the sample class of {args.assignment}: "
           f"arguments out, value back; least of {args.repeats} passes (median in brackets), "

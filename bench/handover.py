@@ -12,60 +12,28 @@ is the class's total for one pass, the least of `--repeats` passes; the spread i
 
 from __future__ import annotations
 
-import argparse
 import functools
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import nbformat
+from in_process import arguments, cpu_of, grade_sample_class
 
-from grader.course import Course, setup_process
-from grader.demo.sample_class import SAMPLE_CLASSES, write_class
+from grader.course import setup_process
 from grader.notebooks import handover
-from grader.release import release
 
 
 def handed_over(assignment: str, work: Path) -> list:
     """Every notebook the stages hand over for the sample class: sanitized, then executed."""
-    from grader.autograde import prepare
-    from grader.parallel import execute
-
-    course = Course(work / "course")
-    released = release(course, assignment) / f"{assignment}.ipynb"
-    students = SAMPLE_CLASSES[assignment]
-    folder = write_class(course.source / assignment / f"{assignment}.ipynb", released, students,
-                         work / "submissions", assignment)
-    notebooks = []
-    for student in students:
-        task, error, _ = prepare(course, assignment, student.id,
-                                 folder / student.id / assignment, None, False)
-        if error:
-            raise SystemExit(f"{student.id} could not be prepared: {error}")
-        outcome = execute(task)
-        for text in (*task.notebooks.values(), *outcome["notebooks"].values()):
-            notebooks.append(nbformat.reads(text, as_version=4))
-    return notebooks
-
-
-def cpu_of(fn, notebooks: list, repeats: int) -> list[float]:
-    """CPU seconds of fn over every notebook, once per repeat."""
-    runs = []
-    for _ in range(repeats):
-        start = time.process_time()
-        for nb in notebooks:
-            fn(nb)
-        runs.append(time.process_time() - start)
-    return runs
+    return [nbformat.reads(text, as_version=4)
+            for task, outcome in grade_sample_class(assignment, work)
+            for text in (*task.notebooks.values(), *outcome["notebooks"].values())]
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("assignment", nargs="?", default="self_attention")
-    p.add_argument("--repeats", type=int, default=20)
-    args = p.parse_args(argv)
+    args = arguments(__doc__, argv)
     setup_process()
     with tempfile.TemporaryDirectory() as tmp:
         notebooks = handed_over(args.assignment, Path(tmp))
