@@ -3,6 +3,8 @@ that time what the stages hand each other."""
 
 from __future__ import annotations
 
+import argparse
+import time
 from pathlib import Path
 
 from grader.course import Course
@@ -31,8 +33,6 @@ def grade_sample_class(assignment: str, work: Path):
 
 def arguments(doc: str, argv: list[str]):
     """The command line these benches share: an assignment, how many passes."""
-    import argparse
-
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("assignment", nargs="?", default="self_attention")
     p.add_argument("--repeats", type=int, default=20)
@@ -41,8 +41,6 @@ def arguments(doc: str, argv: list[str]):
 
 def cpu_of(fn, items: list, repeats: int) -> list[float]:
     """CPU seconds of fn over every item, once per repeat."""
-    import time
-
     runs = []
     for _ in range(repeats):
         start = time.process_time()
