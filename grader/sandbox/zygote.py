@@ -23,6 +23,7 @@ import time
 
 from grader.collector import pause, resume
 from grader.exits import exit_now
+from grader.sandbox import compiler
 
 PRELOAD = ("torch", "torch.nn", "torch.nn.functional", "numpy",
            "IPython.core.interactiveshell", "IPython.core.logger", "bdb",  # run_cell's first use
@@ -172,12 +173,12 @@ def warm_up_seed() -> None:
 
 
 def warm_up_meta() -> None:
-    """The meta device (tests check device= handling with it) imports PyTorch's compiler and
-    symbolic shapes (torch._dynamo, sympy) on its first operation written in Python: about a
-    second. So do optimizers and many Python-written operations that students may call. The
-    sandbox server pays it once where the assignment declares it (`sandbox_preload`, read by
-    grader.parallel.sandbox_preload_for), and the judge's fork server what the tests need
-    (`judge_preload`)."""
+    """The meta device (tests check device= handling with it) runs operations written in
+    Python, which need PyTorch's symbolic shapes (sympy, imported by the gradients' warm-up) and
+    import its compiler (torch._dynamo, half a second) on first use unless compiler.defer() has
+    run. Optimizers' steps import the compiler whatever is done: an assignment whose students
+    train declares it (`sandbox_preload`, read by grader.parallel.sandbox_preload_for) and the
+    server imports it once; the judge's fork server what the tests need (`judge_preload`)."""
     import torch
 
     m = torch.ones(3, 3, dtype=torch.bool, device="meta").tril()
@@ -200,8 +201,7 @@ def main() -> None:
     """argv: the socket's file descriptor, and a JSON setup: {"sandboxed": bool (inside
     namespaces.py's sandbox: the sweep may kill every other process it sees), "empty": [the
     folders a sweep empties], "preload": [modules the assignment declares its students'
-    processes import, imported here once; PyTorch's compiler among them: the meta device's
-    first use too]}."""
+    processes import, imported here once: PyTorch's compiler where students train]}."""
     setup = {**json.loads(sys.argv[2]), "keep": _lineage()}
     # Orphans of a worker (double forks, setsid) become ours, so a sweep finds them all; and
     # nothing of the same user may read or trace this process's memory.
@@ -237,9 +237,10 @@ def main() -> None:
         except ImportError as e:  # time, never a grade: the grader says so and goes on
             missing.append(f"{name}: {e}"[:300])
     t = step("declared modules", t)
-    if "torch._dynamo" in sys.modules:  # declared: the meta device's first use, paid here
-        warm_up_meta()
-        t = step("meta device", t)
+    if compiler.defer():  # not declared: PyTorch's compiler waits until something compiles
+        t = step("compiler deferred", t)
+    warm_up_meta()
+    t = step("meta device", t)
     warm_up_seed()  # after the compiler, which wraps torch.manual_seed
     shell()
     # What the start-up made is frozen: shared with each student's process until written to, it

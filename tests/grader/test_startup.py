@@ -288,12 +288,24 @@ _COMPILER = ("import sys\nprint(sorted(m for m in ('torch._dynamo', 'sympy') "
              "if m in sys.modules))")
 
 
+_META_THEN_COMPILE = (
+    "import sys, torch\n"
+    "mask = torch.ones(4, 4, dtype=torch.bool, device='meta').tril()\n"
+    "pe = torch.arange(6, device='meta')[:, None] * torch.ones(3, device='meta').exp()\n"
+    "before = 'torch._dynamo' in sys.modules\n"
+    "f = torch.compile(lambda x: torch.softmax(x, -1).tril(), backend='eager')\n"
+    "x = torch.randn(3, 3, dtype=torch.float64)\n"
+    "print(before, mask.shape, pe.shape, torch.equal(f(x), torch.softmax(x, -1).tril()))")
+
+
 def test_a_sandbox_imports_pytorchs_compiler_for_students_only_where_declared(monkeypatch):
-    # The meta device's first use (PyTorch's compiler, one to two seconds) is paid by the
-    # sandbox's server where the assignment declares its students need it, and nowhere else.
+    # PyTorch's compiler (half a second, 150 MiB in every fork) is imported by the sandbox's
+    # server where the assignment declares its students need it (they train: an optimizer's
+    # step imports it), and nowhere else: the meta device's operations run without it
+    # (grader/sandbox/compiler.py), and a student's torch.compile still imports and uses it.
     from grader.sandbox import session
 
-    seen = {}
+    seen, ran = {}, {}
     for preload in ((), ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")):
         monkeypatch.setattr(session, "_zygotes", {})  # a server of its own for each case
         s = session.Session({}, session.Limits(cell_timeout=30, notebook_timeout=120),
@@ -301,13 +313,18 @@ def test_a_sandbox_imports_pytorchs_compiler_for_students_only_where_declared(mo
         s.start()
         try:
             seen[preload] = s.request({"op": "run", "source": _COMPILER})["stdout"].strip()
+            ran[preload] = s.request({"op": "run", "source": _META_THEN_COMPILE})
             parts = session.zygote(s.confined).start_parts
         finally:
             s.close()
             session.zygote(s.confined).stop()
-        assert ("meta device" in parts) == bool(preload), parts
+        assert "meta device" in parts, parts
+        assert ("compiler deferred" in parts) == (not preload), parts
     # symbolic shapes (sympy) always: every assignment's gradient tests need them (zygote.py)
     assert list(seen.values()) == ["['sympy']", "['sympy', 'torch._dynamo']"]
+    assert [r["stdout"].strip() for r in ran.values()] == [
+        "False torch.Size([4, 4]) torch.Size([6, 3]) True",
+        "True torch.Size([4, 4]) torch.Size([6, 3]) True"], ran
 
 
 _FULL_COLLECTION = ("import gc, resource\n"
