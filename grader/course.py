@@ -26,17 +26,20 @@ CELL_TIMEOUT = 120
 KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
-def setup_process() -> None:
-    """Make nbgrader work from any caller, and silence noise a course user cannot act on."""
+def setup_process(gradebook: bool = True) -> None:
+    """Make nbgrader work from any caller, and silence noise a course user cannot act on.
+    `gradebook`: this process opens the gradebook (a grading pool's processes never do, and
+    importing SQLAlchemy for its warning class would cost each of them 0.1 s of CPU)."""
     # nbgrader runs the `alembic` command when it creates a gradebook: it must be found even
     # when this interpreter was started by path (.venv/bin/python) without activating .venv.
     bin_dir = str(Path(sys.executable).parent)
     if bin_dir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
     os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")  # jupyter_core's path-migration notice
-    from sqlalchemy.exc import SAWarning
+    if gradebook:
+        from sqlalchemy.exc import SAWarning
 
-    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader: one per new submission
+        warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader: one per submission
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", message=".*TCP.*encryption.*")
     for name in ("traitlets", "nbgrader", "jupyter_client", "nbclient", "NbGraderAPI"):

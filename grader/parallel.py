@@ -124,7 +124,7 @@ def _pool_init(unconfined: bool, launched: list, taken, sandbox_preload: tuple[s
     from grader.course import setup_process
     from grader.sandbox.session import confinement, zygote
 
-    setup_process()
+    setup_process(gradebook=False)  # the command records the grades
     torch.set_num_threads(1)  # one pool process per core already
     # One of the sandbox servers the command launched with the pool (they import torch while
     # the fork server does); each process takes a different one and closes the others' sockets.

@@ -397,6 +397,44 @@ def test_the_fork_server_starts_without_the_collector_and_freezes_what_it_made()
         assert enabled and frozen > 100_000 and full == 0, seen
 
 
+def _grade_then_list_gradebook_modules(task):
+    import sys
+    import time
+
+    from grader.parallel import execute
+
+    execute(task)
+    time.sleep(1)  # both pool processes get one call each
+    return sorted(m for m in sys.modules if m.partition(".")[0] in ("sqlalchemy", "alembic"))
+
+
+def test_pool_processes_never_import_the_gradebooks_database_layer(tmp_path):
+    # The command records the grades; a pool process that imported SQLAlchemy (for a warning
+    # filter, as it did) paid 0.1 s of CPU for nothing, each.
+    from grader.autograde import prepare
+    from grader.course import Course
+    from grader.demo.sample_class import SAMPLE_CLASSES, make_submission
+    from grader.parallel import LocalPool
+    from grader.release import release
+
+    course = Course(tmp_path / "course")
+    released = release(course, "soft_select") / "soft_select.ipynb"
+    folder = tmp_path / "submissions" / "s0" / "soft_select"
+    folder.mkdir(parents=True)
+    nbformat.write(make_submission(course.source / "soft_select" / "soft_select.ipynb",
+                                   released, SAMPLE_CLASSES["soft_select"][0]),
+                   folder / "soft_select.ipynb")
+    task, error, _ = prepare(course, "soft_select", "s0", folder, None, False)
+    assert error is None, error
+    pool = LocalPool(2)
+    try:
+        seen = [c.result(120) for c in [
+            pool.pool.submit(_grade_then_list_gradebook_modules, task) for _ in range(2)]]
+    finally:
+        pool.close()
+    assert seen == [[], []], seen
+
+
 _MARK = "import sys\nsys.modules_at_start = set(sys.modules)"  # kept out of the notebook's names
 _SINCE = "import json, sys\nprint(json.dumps(sorted(set(sys.modules) - sys.modules_at_start)))"
 _COMPILER_PACKAGES = ("torch._dynamo", "torch._inductor", "sympy", "mpmath",
