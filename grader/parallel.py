@@ -86,11 +86,11 @@ def preload_for(source: Path | None) -> list[str]:
 
 def sandbox_preload_for(source: Path | None) -> list[str]:
     """The modules that an assignment's notebooks declare the students' processes import on
-    first use, in their metadata `grader.sandbox_preload`: PyTorch's compiler and symbolic
-    shapes, which the first operation on the meta device imports, and optimizers, and many
-    Python-written operations (about a second). Declared, each sandbox's server imports them
-    once (zygote.py); undeclared, each student's process whose code needs them pays it (time,
-    never a grade)."""
+    first use, in their metadata `grader.sandbox_preload`: PyTorch's compiler, which an
+    optimizer's step and the profiler import (about a second; the meta device does not need it,
+    grader/sandbox/compiler.py), and its symbolic shapes, which Python-written operations need.
+    Declared, each sandbox's server imports them once (zygote.py); undeclared, each student's
+    process whose code needs them pays it (time, never a grade)."""
     return declared(source, "sandbox_preload")
 
 

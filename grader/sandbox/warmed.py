@@ -1,7 +1,8 @@
 """PyTorch warmed up on import, for the grading pool's fork server (grader.parallel.PRELOAD),
 which can only import modules: each operator's first use is then paid once per grading command,
-not once per pool process. See zygote.warm_up. (Not the meta device's, which imports PyTorch's
-compiler: the judge's tests of most assignments never need it, and those that do declare it.)
+not once per pool process. See zygote.warm_up. (Not the meta device's: the tests run only the
+students' code on it, in their sandbox; what a test imports on first use, its assignment
+declares.)
 Then the start-up is over: what it made is frozen and the garbage collector, paused by
 grader.sandbox.warming, runs again (grader.collector).
 
