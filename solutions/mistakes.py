@@ -126,15 +126,17 @@ def multi_head_attention(module, query, key, value, mask=None):
         "value_uses_k_proj": run(v_w=module.k_proj),
         "q_k_proj_swapped": run(q_w=module.k_proj, k_w=module.q_proj),
     }
-    # a mistake in the student's own scaled_dot_product_attention shows here too
+    # a mistake in the student's own scaled_dot_product_attention shows here too: the heads'
+    # q, k, v are the reference's, so its mistakes are worked out once for all of them (one it
+    # leaves out, such as a mask's without a mask, behaves like the reference)
+    q, k, v = split(module.q_proj(query)), split(module.k_proj(key)), split(module.v_proj(value))
+    inside = scaled_dot_product_attention(q, k, v, mask)
     for cause in ("softmax_over_queries", "not_scaled", "scaled_by_d", "scale_multiplied",
                   "scaled_by_keys", "mask_after_softmax", "mask_zero_fill", "mask_ignored",
                   "mask_inverted", "softmax_no_max", "returned_scores"):
-        def inner(q, k, v, cause=cause):
-            return scaled_dot_product_attention(q, k, v, mask).get(
-                cause, _finish(masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(d_head), mask),
-                               v))
-        causes.setdefault(cause, run(attention=inner))
+        if cause in inside:
+            y, att = inside[cause]
+            causes.setdefault(cause, (module.out_proj(merge(y)), att))
     causes["heads_split_no_transpose#merged with transpose"] = run(split_no_t, merge)
     return causes
 
