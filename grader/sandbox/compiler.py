@@ -48,7 +48,8 @@ def _wrapper_code(torch) -> types.CodeType | None:
 def defer() -> int:
     """Give every function PyTorch has wrapped so far a stand-in guard; how many it found (0:
     the compiler is already imported, or this PyTorch wraps them differently, and its own lazy
-    import stays)."""
+    import stays). Call it before the start-up's objects are frozen (grader.collector.resume):
+    the collector's search for the wrappers does not look at frozen objects."""
     if _COMPILER in sys.modules:
         return 0
     import torch
