@@ -59,3 +59,41 @@ def test_same_verdict_as_nbgraders_own_step(case):
     theirs = _verdict(NbgraderCheck, _corrupt(CASES[case]))
     assert ours == theirs
     assert (ours == "accepted") == (case == "untouched")  # every corruption is refused
+
+
+def test_the_compiled_schema_check_accepts_exactly_what_jsonschema_accepts():
+    # A cell the compiled validator (fastjsonschema) lets through skips jsonschema's: it must
+    # never let through one that jsonschema refuses. Each field set to values of the wrong type
+    # (booleans for numbers and numbers for booleans included), out of range or badly formed,
+    # with each required field missing in turn.
+    import jsonschema
+    from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+    from grader.preprocessors import _MetadataValidator, _SchemaOnce
+
+    schema = MetadataValidatorV3().schema
+    reference = jsonschema.validators.validator_for(schema)(schema)
+    base = {"schema_version": 3, "grade": True, "locked": False, "solution": False,
+            "task": False, "grade_id": "a", "points": 1}
+    values = {"schema_version": [3, 3.0, True, "3", 2, 4, None],
+              "grade": [True, 1, 0, "yes", None], "points": [1, 1.5, True, -1, "1", None, 0],
+              "grade_id": ["a", "a b", "", 3, None, "é"], "checksum": ["0" * 32, "0" * 31, 5],
+              "cell_type": ["code", "other", 1], "extra": [1]}
+    checked = refused = 0
+    for key, options in values.items():
+        for value in options:
+            for drop in (None, *base):
+                metadata = {**base, key: value}
+                metadata.pop(drop, None)
+                if metadata.get("schema_version") != 3:  # nbgrader's own version check first
+                    continue
+                cell = nbformat.v4.new_code_cell("x", metadata={"nbgrader": metadata})
+                try:  # the schema's step alone (nbgrader's own rules follow it)
+                    _SchemaOnce.validate_cell(_MetadataValidator(), cell)
+                    ours = True
+                except jsonschema.ValidationError:
+                    ours = False
+                assert ours == reference.is_valid(metadata), metadata
+                checked += 1
+                refused += not ours
+    assert checked > 150 and refused > 100, (checked, refused)
