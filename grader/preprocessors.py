@@ -107,7 +107,8 @@ class _SchemaOnce(BaseMetadataValidator):
             cls = jsonschema.validators.validator_for(self.schema)
             cls.check_schema(self.schema)
             checkers = self._checkers[self.schema_version] = (
-                fastjsonschema.compile(self.schema), cls(self.schema))
+                fastjsonschema.compile(self.schema, use_default=False),  # fills in nothing
+                cls(self.schema))
         fast, checker = checkers
         try:
             fast(cell.metadata["nbgrader"])

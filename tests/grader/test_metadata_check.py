@@ -94,6 +94,8 @@ def test_the_compiled_schema_check_accepts_exactly_what_jsonschema_accepts():
                 except jsonschema.ValidationError:
                     ours = False
                 assert ours == reference.is_valid(metadata), metadata
+                # a check changes nothing (the schema's defaults are not filled in)
+                assert cell.metadata["nbgrader"] == metadata, cell.metadata["nbgrader"]
                 checked += 1
                 refused += not ours
     assert checked > 150 and refused > 100, (checked, refused)
