@@ -107,14 +107,10 @@ def multi_head_attention(module, query, key, value, mask=None):
         return y.reshape(B, L, D)
 
     def run(split=split, merge=merge, scale=d_head, project=True, q_w=module.q_proj,
-            k_w=module.k_proj, v_w=module.v_proj, key=key, value=value, attention=None):
+            k_w=module.k_proj, v_w=module.v_proj, key=key, value=value):
         q, k, v = split(q_w(query)), split(k_w(key)), split(v_w(value))
-        if attention is None:
-            att = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(scale), mask)
-            y = att @ v
-        else:
-            y, att = attention(q, k, v)
-        y = merge(y)
+        att = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(scale), mask)
+        y = merge(att @ v)
         return (module.out_proj(y) if project else y), att
 
     causes = {
