@@ -33,6 +33,8 @@ import torch
 TRUSTED = ("solutions",)  # packages whose code is the instructor's reference
 MAX_ENTRIES = 512
 MAX_ELEMENTS = 1 << 20  # larger tensors are not worth hashing
+_NUMPY = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32, torch.int16,
+          torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128}
 
 
 class _Unkeyable(Exception):
@@ -47,10 +49,18 @@ def _tensor_key(t: torch.Tensor) -> tuple:
     if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided \
             or t.numel() > MAX_ELEMENTS:
         raise _Unkeyable
-    flat = t.detach().resolve_conj().resolve_neg().cpu().contiguous().reshape(-1)
-    digest = hashlib.blake2b(flat.view(torch.uint8).numpy().tobytes(), digest_size=16)
-    return ("tensor", str(t.dtype), tuple(t.shape), str(t.device), t.requires_grad,
-            digest.digest())
+    # (dtype, shape and device are hashable values that compare like their names)
+    return ("tensor", t.dtype, t.shape, t.device, t.requires_grad,
+            hashlib.blake2b(_data(t.detach()), digest_size=16).digest())
+
+
+def _data(t: torch.Tensor):
+    """The tensor's elements in row-major order, as a buffer of bytes."""
+    if t.device.type == "cpu" and t.dtype in _NUMPY and t.is_contiguous() and not t.is_conj() \
+            and not t.is_neg():
+        return t.numpy()  # its own memory, read in place
+    flat = t.resolve_conj().resolve_neg().cpu().contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes()
 
 
 def _module_key(module: torch.nn.Module) -> tuple:
@@ -64,8 +74,8 @@ def _module_key(module: torch.nn.Module) -> tuple:
         if sub._forward_hooks or sub._forward_pre_hooks or not (
                 _trusted(kind) or kind.__module__.startswith("torch.nn.")):
             raise _Unkeyable
-        settings = tuple((k, key(v)) for k, v in sorted(vars(sub).items())
-                         if not k.startswith("_") and k != "training")
+        public = sorted(k for k in vars(sub) if not k.startswith("_") and k != "training")
+        settings = tuple((k, key(vars(sub)[k])) for k in public)
         parts.append((name, kind.__module__, kind.__qualname__, sub.training, settings))
     state = tuple((k, _tensor_key(v)) for k, v in module.state_dict(keep_vars=True).items())
     return ("module", type(module).__module__, type(module).__qualname__, tuple(parts), state)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import torch
 
 MAX_MESSAGE = 256 * 2**20  # bytes; a bigger reply counts as a misbehaving submission
@@ -23,6 +24,11 @@ MAX_DEPTH = 32
 _DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
     torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
+_NAMES = {d: name for name, d in _DTYPES.items()}
+# The dtypes numpy holds as they are (all but bfloat16): their bytes are read and written
+# through numpy, a single copy in C whatever the tensor's strides.
+_NUMPY = {d: torch.empty(0, dtype=d).numpy().dtype for d in _DTYPES.values()
+          if d is not torch.bfloat16}
 
 
 class CodecError(ValueError):
@@ -42,20 +48,32 @@ class Ref:
 
 def encode_tensor(t: torch.Tensor) -> dict:
     t = torch.Tensor.detach(t)
-    device = t.device.type
-    out = {"T": "tensor", "dtype": str(t.dtype).removeprefix("torch."),
+    device, dtype = t.device.type, t.dtype
+    out = {"T": "tensor", "dtype": _NAMES.get(dtype) or str(dtype).removeprefix("torch."),
            "shape": list(t.shape), "device": device}
     if device != "meta":
-        data = torch.Tensor.contiguous(torch.Tensor.cpu(t))
-        out["data"] = data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() \
-            else b""  # (dumps puts the bytes after the JSON text)
+        out["data"] = _raw(t, device, dtype)  # (dumps puts the bytes after the JSON text)
     return out
+
+
+def _raw(t: torch.Tensor, device: str, dtype: torch.dtype) -> bytes:
+    """The tensor's elements as bytes, in row-major order."""
+    if device == "cpu" and dtype in _NUMPY and not t.is_conj() and not t.is_neg():
+        return torch.Tensor.numpy(t).tobytes()
+    data = torch.Tensor.contiguous(torch.Tensor.cpu(torch.Tensor.resolve_neg(
+        torch.Tensor.resolve_conj(t))))
+    return data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b""
 
 
 def encode(value, to_ref, depth: int = 0):
     """A JSON-ready tree for `value`; objects that are not data go through to_ref(obj) -> Ref."""
     if depth > MAX_DEPTH:
         raise CodecError("value nested too deeply")
+    kind = type(value)  # the usual values first, by their exact type (subclasses go below)
+    if kind is torch.Tensor:
+        return encode_tensor(value)
+    if kind is tuple or kind is list:
+        return {"T": kind.__name__, "v": [encode(v, to_ref, depth + 1) for v in value]}
     if value is None or type(value) in (bool, str):
         return value
     if isinstance(value, bool):
@@ -128,12 +146,17 @@ def dumps(message: dict) -> bytes:
 # ----- decoding (the grader uses this on everything the student's process sends) -----------
 
 def decode_tensor(node: dict) -> torch.Tensor:
+    """A plain tensor of its own (a copy of the message's bytes; its storage, like numpy's,
+    cannot be resized)."""
     dtype = _DTYPES.get(node.get("dtype"))
     shape = node.get("shape")
     if dtype is None:
         raise CodecError(f"unknown tensor dtype {node.get('dtype')!r}")
-    if not (isinstance(shape, list) and all(type(s) is int and 0 <= s for s in shape)):
+    if type(shape) is not list:
         raise CodecError("bad tensor shape")
+    for size in shape:
+        if type(size) is not int or size < 0:
+            raise CodecError("bad tensor shape")
     numel = math.prod(shape)
     if node.get("device") == "meta":
         return torch.empty(shape, dtype=dtype, device="meta")
@@ -146,6 +169,8 @@ def decode_tensor(node: dict) -> torch.Tensor:
                          f"{numel * itemsize}")
     if numel == 0:
         return torch.empty(shape, dtype=dtype)
+    if dtype in _NUMPY:
+        return torch.from_numpy(np.frombuffer(raw, dtype=_NUMPY[dtype]).copy()).reshape(shape)
     return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape).clone()
 
 
@@ -162,11 +187,11 @@ def decode(node, from_ref, depth: int = 0):
 def _decode(node, from_ref, depth: int = 0):
     if depth > MAX_DEPTH:
         raise CodecError("value nested too deeply")
-    if node is None or isinstance(node, (bool, int, float, str)):
-        return node
-    if isinstance(node, list):
-        raise CodecError("bare list in message")
-    if not isinstance(node, dict):
+    if type(node) is not dict:  # (JSON gives plain dicts, lists, strings, numbers)
+        if node is None or isinstance(node, (bool, int, float, str)):
+            return node
+        if isinstance(node, list):
+            raise CodecError("bare list in message")
         raise CodecError(f"unexpected {type(node).__name__} in message")
     kind = node.get("T")
     if kind == "tensor":
@@ -209,15 +234,16 @@ def loads(data: bytes) -> dict:
         raise CodecError("message over the size limit")
     end = data.find(_RAW)
     text, raw = (data, b"") if end < 0 else (data[:end], memoryview(data)[end + 1:])
+    size = len(raw)
 
     def bytes_at(obj: dict):
-        span = obj.get("B") if len(obj) == 1 else None
-        if type(span) is not list:
+        if len(obj) != 1 or type(span := obj.get("B")) is not list:
             return obj
-        if not (len(span) == 2 and all(type(n) is int and n >= 0 for n in span)
-                and span[0] + span[1] <= len(raw)):
+        start, length = span if len(span) == 2 else (None, None)
+        if type(start) is not int or type(length) is not int or start < 0 or length < 0 \
+                or start + length > size:
             raise CodecError("raw bytes outside the message")
-        return bytes(raw[span[0]:span[0] + span[1]])
+        return bytes(raw[start:start + length])
 
     try:
         message = json.loads(text.decode("utf-8"), object_hook=bytes_at if end >= 0 else None)

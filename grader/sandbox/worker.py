@@ -131,8 +131,17 @@ class Worker:
         def decode(node):
             return codec.decode(node, self.from_ref)
 
-        args = [self._leaf(decode(a), a, leaves) for a in msg["args"]]
-        kwargs = {k: self._leaf(decode(v), v, leaves) for k, v in msg["kwargs"].items()}
+        # The code gets copies of the tensors given as arguments (ordinary tensors of their
+        # own) and the decoded ones are kept: afterwards, they tell whether it changed its
+        # arguments in place.
+        given, args = [], []
+        for i, node in enumerate(msg["args"]):
+            value = decode(node)
+            copy = _copied(value)
+            if copy is not value:
+                given.append((i, value))
+            args.append(self._leaf(copy, node, leaves))
+        kwargs = {k: self._leaf(_copied(decode(v)), v, leaves) for k, v in msg["kwargs"].items()}
         fn = self.from_ref(codec.decode(msg["ref"], lambda r: r))
         from grader.checks.compare import unchanged
         from grader.checks.forbidden import by_names, forbidden_builtins
@@ -140,8 +149,6 @@ class Worker:
         extra = by_names(msg.get("forbidden"))
         blocked = (contextlib.nullcontext() if extra is None
                    else forbidden_builtins(self.shell.user_ns, extra=extra))
-        given = [(i, a.detach().clone()) for i, a in enumerate(args)
-                 if isinstance(a, torch.Tensor) and a.device.type != "meta"]
         with captured() as (out, err), blocked:
             with torch.enable_grad() if leaves else torch.no_grad():
                 value = fn(*args, **kwargs)
@@ -207,6 +214,13 @@ class Worker:
             except Exception as e:
                 payload = codec.dumps({"ok": False, "error": _error(e)})
             self.conn.send_bytes(payload)
+
+
+def _copied(value):
+    """A copy of a tensor that holds data (anything else as it is)."""
+    if isinstance(value, torch.Tensor) and value.device.type != "meta":
+        return value.clone()
+    return value
 
 
 def _tensors(value):

@@ -215,3 +215,24 @@ def test_a_student_after_a_remembered_reference_gets_the_same_verdict():
             compare_outputs(unscaled, solutions.scaled_dot_product_attention, (q, k, v),
                             "sdpa", names=("output", "weights"),
                             likely_causes=mistakes.scaled_dot_product_attention)
+
+
+def test_a_tensor_key_is_its_values_whatever_its_layout():
+    """Equal values give one key, read in place or through a copy (strides, view bits, a dtype
+    numpy lacks); anything else that differs gives another."""
+    from grader.checks.memo import key
+
+    t = torch.randn(4, 3, dtype=torch.float64)
+    assert key(t.t()) == key(t.t().contiguous())  # strides
+    assert key(torch.zeros(2).expand(3, 2)) == key(torch.zeros(3, 2))  # a stride of 0
+    z = torch.randn(3, dtype=torch.complex128)
+    assert key(z.conj()) == key(z.conj().resolve_conj())  # the conjugate bit
+    assert key(z.conj().imag) == key(z.conj().imag.resolve_neg())  # the negative bit
+    b = t.to(torch.bfloat16)
+    assert key(b.t()) == key(b.t().contiguous()) != key(b.t().float())
+    assert key(t) != key(t.reshape(3, 4).t())  # the same memory and shape, other values
+    assert key(t) != key(t.reshape(3, 4)) != key(t.reshape(12))  # same bytes, other shapes
+    assert key(t) != key(t.clone().requires_grad_())
+    nudged = t.clone()
+    nudged[3, 2] = torch.nextafter(nudged[3, 2], torch.tensor(float("inf"), dtype=t.dtype))
+    assert key(t) != key(nudged)

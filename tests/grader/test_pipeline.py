@@ -190,3 +190,25 @@ def test_stages_hand_notebooks_over_as_compact_json_that_reads_back_whole(tiny_c
     executed = nbformat.reads(outcome["notebooks"]["tiny"], as_version=4)
     assert any("«double»" in c.source for c in executed.cells)
     assert any(c.get("outputs") for c in executed.cells), "the executed outputs came back"
+
+
+def test_the_outputs_the_judge_writes_fit_the_notebook_schema(tiny_course, tmp_path):
+    # The judge makes its outputs (printed text, errors) as plain NotebookNodes, unchecked:
+    # the executed notebook, printed text and failed tests included, must pass nbformat's
+    # validation as it is.
+    from grader import autograde as stages
+    from grader.parallel import execute
+
+    subs = tmp_path / "submissions"
+    body = "print('out', x)\n    import sys\n    print('err', file=sys.stderr)\n    return x + 2"
+    submit(tiny_course, subs, "ada", answered(tiny_course, body))
+    task, error, _ = stages.prepare(tiny_course, "tiny", "ada", subs / "ada" / "tiny", None,
+                                    False)
+    assert error is None
+    executed = nbformat.reads(execute(task)["notebooks"]["tiny"], as_version=4)
+    nbformat.validate(executed)  # raises on any output outside the schema
+    outputs = [o for c in executed.cells for o in c.get("outputs", [])]
+    assert {"stream", "error"} <= {o.output_type for o in outputs}
+    assert {o.name for o in outputs if o.output_type == "stream"} >= {"stdout"}
+    assert all(isinstance(line, str) for o in outputs if o.output_type == "error"
+               for line in o.traceback)

@@ -34,6 +34,32 @@ def test_values_survive_the_trip():
     assert roundtrip(float("nan")) != roundtrip(float("nan"))  # NaN, not an error
 
 
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(3, 4).t(),  # strides of a transpose
+    lambda: torch.randn(5, dtype=torch.float64).expand(3, 5),  # a stride of 0
+    lambda: torch.arange(12)[::3],  # a step
+    lambda: torch.randn(2, 3, dtype=torch.complex64).conj(),  # the conjugate bit
+    lambda: torch.randn(2, 3, dtype=torch.complex128).conj().imag,  # the negative bit
+    lambda: torch.randn(2, 3).to(torch.bfloat16),  # no numpy dtype
+    lambda: torch.randn(2, 2, dtype=torch.float16).t(),
+    lambda: torch.tensor([[True, False], [False, True]]).t(),
+    lambda: torch.tensor(2.5),  # no dimension
+    lambda: torch.randn(3, requires_grad=True) * 2,
+    lambda: torch.nn.Parameter(torch.randn(2, 2)),
+    lambda: torch.randint(-100, 100, (2, 3), dtype=torch.int16),
+])
+def test_a_tensor_arrives_with_its_exact_values_whatever_its_layout(make):
+    """The bytes of any tensor go in row-major order, whatever its strides or view bits, and
+    come back as a plain tensor of its own that can be written to."""
+    t = make()
+    out = roundtrip(t)
+    assert type(out) is torch.Tensor and out.dtype == t.dtype and out.shape == t.shape
+    assert torch.equal(out, t.detach().resolve_conj().resolve_neg())
+    assert not out.requires_grad and not out.is_conj() and not out.is_neg()
+    out.zero_()  # its own memory
+    assert torch.equal(roundtrip(t), t.detach().resolve_conj().resolve_neg())
+
+
 def test_a_tensor_subclass_arrives_as_a_plain_tensor():
     class Liar(torch.Tensor):
         def __eq__(self, other):
@@ -196,7 +222,8 @@ def test_a_remote_call_switches_the_builtins_off_where_the_students_code_runs(se
 
 def test_an_input_changed_in_place_in_the_students_process_is_caught(session):
     """The grader's inputs travel as copies: the student's process compares its own after the
-    call, for every kind of tensor (a mask or indices too, not only what requires gradients)."""
+    call, for every kind of tensor (a mask or indices too, not only what requires gradients).
+    The code gets ordinary tensors of its own: one it resizes is caught the same way."""
     from grader.checks import CheckFailure, compare_outputs
 
     session.request({"op": "run", "source":
@@ -205,6 +232,8 @@ def test_an_input_changed_in_place_in_the_students_process_is_caught(session):
                      "    return torch.ones(T, T, dtype=torch.bool).tril()\n"
                      "def quiet(T, x):\n    with torch.no_grad():\n        x.mul_(2)\n"
                      "    return torch.ones(T, T, dtype=torch.bool).tril()\n"
+                     "def grow(T, x):\n    x.resize_(5)\n"
+                     "    return torch.ones(T, T, dtype=torch.bool).tril()\n"
                      "def fine(T, mask):\n    return torch.ones(T, T, dtype=torch.bool).tril()"})
     link = Link(session)
 
@@ -212,7 +241,7 @@ def test_an_input_changed_in_place_in_the_students_process_is_caught(session):
         return torch.ones(T, T, dtype=torch.bool).tril()
 
     mask, x = torch.tensor([True, False]), torch.randn(2, dtype=torch.float64)
-    for name, given in (("flip", mask), ("quiet", x)):
+    for name, given in (("flip", mask), ("quiet", x), ("grow", x), ("grow", mask)):
         with pytest.raises(CheckFailure, match="changed its second argument in place"):
             compare_outputs(link.get(name), reference, (3, given), name)
     compare_outputs(link.get("fine"), reference, (3, mask), "fine")
