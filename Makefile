@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
-.PHONY: site browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus
+.PHONY: cuda-check site browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,11 @@ lab: $(STAMP)
 ## Executed copies of the lectures, and HTML, under build/lectures/ (for self-learners).
 lectures: $(STAMP)
 	cd lectures && ../$(BIN)/python -m toolkit.execute
+
+## Everything that needs a CUDA device: `pytest -m cuda` and the lectures' GPU cells (lecture 06
+## executed whole), executed copies and a JUnit report in build/cuda/. Fails without a device.
+cuda-check: $(STAMP)
+	$(BIN)/python tests/cuda_checks.py build/cuda
 
 ## The lectures on the kernels of older CPUs: PyTorch, oneDNN and MKL held to AVX2, then to SSE4
 ## (a model trained here computes slightly different numbers on another CPU; every claim must hold).

@@ -42,3 +42,13 @@ def test_figure_check_catches_an_unlabelled_plot(tmp_path):
     nbformat.write(nb, path)
     with pytest.raises(Exception, match="no title"):
         execute(path, timeout=60)
+
+
+@pytest.mark.parametrize("path", LECTURES, ids=[p.stem for p in LECTURES])
+def test_gpu_cells_do_nothing_without_a_device(path):
+    """CI has no GPU, so a cell that uses CUDA must ask for a device first; where one is,
+    `make cuda-check` (tests/cuda_checks.py) executes these lectures and prints the cells."""
+    nb = nbformat.read(path, as_version=4)
+    unguarded = [c.id for c in nb.cells if c.cell_type == "code" and "cuda" in c.source
+                 and "if torch.cuda.is_available():" not in c.source]
+    assert not unguarded, f"{path.name}: cells {unguarded} use CUDA without checking for it"
