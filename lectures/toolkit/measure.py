@@ -14,6 +14,8 @@ than from the process size (which the allocator and other libraries blur).
 - `peak_memory`: the most bytes alive at once inside a call, from `torch.profiler`'s allocation
   records (`profile_memory=True`).
 - `power_law_exponent`: the slope on log-log axes, e.g. 2 for memory that grows like n^2.
+- `median_exponent`: that slope for times taken in turns (`min_times`): fitted within each turn,
+  the median over turns, so a spell of the machine running slow cancels out.
 - `plot_scaling`: measured curves against size on labelled log-log axes, with guide slopes.
 """
 
@@ -57,13 +59,15 @@ def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
 
 
 class Timings(dict):
-    """{key: seconds}, with how many turns measured them (`turns`) and the keys whose time no
-    two turns agreed on (`unmatched`: their single fastest turn is kept)."""
+    """{key: seconds}, with how many turns measured them (`turns`), the keys whose time no two
+    turns agreed on (`unmatched`: their single fastest turn is kept), and every timed turn
+    (`samples`: {key: [seconds in turn 1, turn 2, ...]})."""
 
-    def __init__(self, seconds: Mapping, turns: int, unmatched: list):
+    def __init__(self, seconds: Mapping, turns: int, unmatched: list, samples: Mapping):
         super().__init__(seconds)
         self.turns = turns
         self.unmatched = unmatched
+        self.samples = dict(samples)
 
 
 def min_times(calls: Mapping[object, Callable[[], object]], repeats: int = 5, warmup: int = 1,
@@ -107,7 +111,7 @@ def min_times(calls: Mapping[object, Callable[[], object]], repeats: int = 5, wa
     floors = {key: _reached_twice(seconds, agree) for key, seconds in times.items()}
     return Timings({key: min(times[key]) if floor is None else floor
                     for key, floor in floors.items()}, turns,
-                   [key for key, floor in floors.items() if floor is None])
+                   [key for key, floor in floors.items() if floor is None], times)
 
 
 def _reached_twice(seconds: list[float], agree: float) -> float | None:
@@ -182,6 +186,24 @@ def power_law_exponent(sizes: Iterable[float], values: Iterable[float]) -> float
     if x.size < 2 or x.shape != y.shape or not (np.all(x > 0) and np.all(y > 0)):
         raise ValueError("need at least two positive sizes and as many positive values")
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def median_exponent(sizes: Iterable[float], samples: Iterable[Iterable[float]]) -> float:
+    """The exponent p in time ~ c * size**p from times taken in turns: `power_law_exponent`
+    fitted within each turn, then the median over the turns.
+
+    `samples` holds, for each size, its time in every turn (`min_times(...).samples[key]`).
+    A shared machine's speed can change for seconds at a time, so the fastest time of one size
+    and that of another may come from spells of different speed, and a slope through them is off
+    by their ratio. The sizes of one turn are timed within moments of each other: a slow spell
+    slows them alike and drops out of that turn's slope, and the median leaves out the turns in
+    which a spell began or ended.
+    """
+    sizes, per_size = list(sizes), [list(times) for times in samples]
+    if len(per_size) != len(sizes) or len({len(times) for times in per_size}) != 1:
+        raise ValueError("need, for each size, one time per turn, and as many turns for each")
+    return float(statistics.median(power_law_exponent(sizes, turn) for turn in
+                                   zip(*per_size, strict=True)))
 
 
 def format_bytes(nbytes: float) -> str:

@@ -10,6 +10,7 @@ from lectures.toolkit.measure import (
     count_operations,
     format_bytes,
     largest_intermediate,
+    median_exponent,
     median_time,
     min_times,
     peak_memory,
@@ -101,6 +102,42 @@ def test_min_times_stops_after_max_repeats_and_lists_what_never_agreed():
 def test_min_times_on_the_cpu_clock_ignores_sleeping():
     best = min_times({"sleep": lambda: time.sleep(0.02)}, repeats=2)
     assert best["sleep"] < 0.01  # waiting is not work: CPU time stays near zero
+
+
+def test_min_times_keeps_every_timed_turn():
+    clock, calls, _ = fake_clock_calls({"a": [9, 4, 6, 4], "b": [9, 1, 2, 1]})
+    best = min_times(calls, repeats=3, warmup=1, clock=clock)
+    assert best.samples == {"a": [4.0, 6.0, 4.0], "b": [1.0, 2.0, 1.0]}  # not the warm-up
+
+
+# Three sizes whose work is 1, 2 and 4 ticks, timed in five turns. The machine runs at half
+# speed in turns 1, 4 and 5, and turns slow in the middle of turn 3, before the largest size:
+# so the largest size's fast time (4) is reached once, and its floor is the slow 8.
+SPELLS = {1024: [1, 2, 1, 1, 2, 2], 2048: [1, 4, 2, 2, 4, 4], 4096: [1, 8, 4, 8, 8, 8]}
+
+
+def test_a_slow_spell_bends_the_slope_through_the_floors_but_not_the_median_exponent():
+    clock, calls, _ = fake_clock_calls(SPELLS)
+    best = min_times(calls, repeats=5, max_repeats=5, clock=clock)
+    sizes = list(SPELLS)
+    assert [best[n] for n in sizes] == [1.0, 2.0, 8.0]
+    assert power_law_exponent(sizes, [best[n] for n in sizes]) > 1.4   # the floors mislead
+    assert median_exponent(sizes, [best.samples[n] for n in sizes]) == pytest.approx(1.0)
+
+
+def test_median_exponent_is_the_median_of_the_turns_slopes():
+    sizes = [1, 2, 4]
+    samples = [[1, 1, 1], [2, 4, 2 ** 0.5], [4, 16, 2]]  # turns of slope 1, 2 and 0.5
+    assert median_exponent(sizes, samples) == pytest.approx(1.0)
+    samples = [[1, 1, 1], [2, 4, 4], [4, 16, 16]]
+    assert median_exponent(sizes, samples) == pytest.approx(2.0)
+
+
+def test_median_exponent_rejects_ragged_turns():
+    with pytest.raises(ValueError, match="one time per turn"):
+        median_exponent([1, 2], [[1, 1], [2]])
+    with pytest.raises(ValueError, match="one time per turn"):
+        median_exponent([1, 2, 4], [[1], [2]])
 
 
 def test_min_times_rejects_no_repeats_and_a_cap_below_them():
