@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
+import nbformat
+from nbconvert.exporters import NotebookExporter
 from nbgrader import utils
 from nbgrader.apps import NbGraderAPI
 from nbgrader.converters import Autograde
 from nbgrader.converters.base import BaseConverter
 from nbgrader.coursedir import CourseDirectory
+from traitlets import default
 
 from grader.course import Course, nbgrader_config, setup_process
 from grader.preprocessors import CheckCellMetadata
@@ -40,12 +43,36 @@ def api_for(course: Course, limits: dict | None = None, unconfined: bool = False
                                                           config=config)
 
 
+class RecordingExporter(NotebookExporter):
+    """nbconvert's notebook exporter, for RecordExecuted: the submitted file is not parsed
+    when the first step is LoadExecuted taking stage 2's notebook whole (presanitized).
+
+    That step checks the executed notebook against the submitted file's bytes and returns it
+    in place of the notebook it is given, so nbconvert's parsing and validating of the
+    submission, and its normalised copy and two deep copies of it, went to a notebook
+    thrown away. Those steps now see an empty notebook; the steps, the validation after them
+    and the written notebook are nbconvert's. With any other first step, nbconvert's own
+    reading."""
+
+    def from_file(self, file_stream, resources=None, **kw):
+        from grader.sandbox.execute import LoadExecuted
+
+        first = self._preprocessors[0] if self._preprocessors else None
+        if not (isinstance(first, LoadExecuted) and first.enabled and first.presanitized):
+            return super().from_file(file_stream, resources=resources, **kw)
+        return self.from_notebook_node(nbformat.v4.new_notebook(), resources=resources, **kw)
+
+
 class RecordExecuted(Autograde):
     """nbgrader's autograde converter, one pass instead of two, for notebooks that stage 1
     sanitized and stage 2 executed. nbgrader's first pass would read the submission, run the
     (here empty) sanitizing steps and write it for the second to read again; here the autograde
     steps run on the submission as read, and their first, LoadExecuted (presanitized), puts
     the executed notebook in its place, refusing one not made from that very file."""
+
+    @default("exporter_class")
+    def _default_exporter_class(self):
+        return RecordingExporter
 
     def _init_preprocessors(self) -> None:
         self.exporter._preprocessors = []

@@ -212,3 +212,42 @@ def test_the_outputs_the_judge_writes_fit_the_notebook_schema(tiny_course, tmp_p
     assert {o.name for o in outputs if o.output_type == "stream"} >= {"stdout"}
     assert all(isinstance(line, str) for o in outputs if o.output_type == "error"
                for line in o.traceback)
+
+
+def test_recording_skips_parsing_the_submission_and_writes_what_nbconvert_writes(tiny_course,
+                                                                                 tmp_path,
+                                                                                 monkeypatch):
+    # RecordingExporter: with LoadExecuted (presanitized) first, the submitted file is not
+    # parsed (that step replaces the notebook by the executed one); the autograded notebook and
+    # the grades are byte for byte those of nbconvert's own exporter. With another first step
+    # it reads the file as nbconvert does.
+    from nbconvert.exporters import NotebookExporter
+
+    from grader import autograde as stages
+    from grader.nbgrader_api import RecordingExporter
+    from grader.parallel import execute
+
+    subs = tmp_path / "submissions"
+    submit(tiny_course, subs, "ada", answered(tiny_course, "print('×2')\n    return x + 2"))
+    task, error, flags = stages.prepare(tiny_course, "tiny", "ada", subs / "ada" / "tiny",
+                                        None, False)
+    assert error is None
+    outcome = execute(task)
+    autograded = tiny_course.root / "autograded" / "ada" / "tiny" / "tiny.ipynb"
+    written, parsed = {}, []
+    reads = nbformat.reads
+    for exporter in (NotebookExporter, RecordingExporter):
+        api = stages.api_for(tiny_course, recording=True)
+        api.config.RecordExecuted.exporter_class = exporter
+        monkeypatch.setattr(nbformat, "reads", lambda *a, exporter=exporter, **k:
+                            parsed.append(exporter) or reads(*a, **k))
+        result = stages.record(tiny_course, api, "tiny", "ada", outcome, flags)
+        assert result.error is None and result.score == 2
+        written[exporter] = autograded.read_bytes()
+    assert written[RecordingExporter] == written[NotebookExporter]
+    assert parsed.count(NotebookExporter) == 2  # the submission and the executed copy
+    assert parsed.count(RecordingExporter) == 1  # the executed copy only
+
+    plain = RecordingExporter()  # no steps: nbconvert's reading
+    nb, _ = plain.from_filename(str(subs / "ada" / "tiny" / "tiny.ipynb"))
+    assert "×2" in nb
