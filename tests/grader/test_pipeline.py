@@ -28,6 +28,18 @@ def answered(course, body: str):
     return nb
 
 
+def executed(course, subs, student: str, body: str):
+    """Stages 1 and 2 for one submission of `double` written as `body`: (flags, outcome)."""
+    from grader import autograde as stages
+    from grader.parallel import execute
+
+    submit(course, subs, student, answered(course, body))
+    task, error, flags = stages.prepare(course, "tiny", student, subs / student / "tiny", None,
+                                        False)
+    assert error is None
+    return flags, execute(task)
+
+
 def test_batch_grades_everyone_and_reports_bad_submissions(tiny_course, tmp_path):
     subs = tmp_path / "submissions"
     submit(tiny_course, subs, "good", answered(tiny_course, "return 2 * x"))
@@ -76,14 +88,8 @@ def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_cours
     from nbgrader.converters.base import BaseConverter
 
     from grader import autograde as stages
-    from grader.parallel import execute
 
-    subs = tmp_path / "submissions"
-    submit(tiny_course, subs, "good", answered(tiny_course, "return 2 * x"))
-    task, error, flags = stages.prepare(tiny_course, "tiny", "good", subs / "good" / "tiny",
-                                        None, False)
-    assert error is None
-    outcome = execute(task)
+    flags, outcome = executed(tiny_course, tmp_path / "submissions", "good", "return 2 * x")
     api = stages.api_for(tiny_course, recording=True)
     # the intake copy changed after it was sanitized and executed: refused, the grader's fault
     copy = tiny_course.submitted / "good" / "tiny" / "tiny.ipynb"
@@ -225,14 +231,9 @@ def test_recording_skips_parsing_the_submission_and_writes_what_nbconvert_writes
 
     from grader import autograde as stages
     from grader.nbgrader_api import RecordingExporter
-    from grader.parallel import execute
 
     subs = tmp_path / "submissions"
-    submit(tiny_course, subs, "ada", answered(tiny_course, "print('×2')\n    return x + 2"))
-    task, error, flags = stages.prepare(tiny_course, "tiny", "ada", subs / "ada" / "tiny",
-                                        None, False)
-    assert error is None
-    outcome = execute(task)
+    flags, outcome = executed(tiny_course, subs, "ada", "print('×2')\n    return x + 2")
     autograded = tiny_course.root / "autograded" / "ada" / "tiny" / "tiny.ipynb"
     written, parsed = {}, []
     reads = nbformat.reads
