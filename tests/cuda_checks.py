@@ -23,11 +23,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "lectures"))
 
-from toolkit.execute import execute  # noqa: E402  (lectures/ is not a package on sys.path)
-
-
-def gpu_cells(nb) -> list:
-    return [c for c in nb.cells if c.cell_type == "code" and "cuda" in c.source]
+from toolkit.execute import execute, gpu_cells  # noqa: E402  (lectures/ is not a package)
 
 
 def describe_device() -> bool:

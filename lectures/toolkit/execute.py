@@ -73,6 +73,12 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT):
     return nb, seconds
 
 
+def gpu_cells(nb) -> list:
+    """The code cells that use CUDA: CI has no GPU, so each must check for a device first
+    (tests/lectures), and `make cuda-check` executes their lectures where one is."""
+    return [c for c in nb.cells if c.cell_type == "code" and "cuda" in c.source]
+
+
 def _write_atomically(target: Path, text: str) -> None:
     """Readers (a site build, a second test run) never see a half-written file."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from grader.course import REPO
-from lectures.toolkit.execute import execute
+from lectures.toolkit.execute import execute, gpu_cells
 
 LECTURES = sorted((REPO / "lectures").glob("*.ipynb"))
 BUDGET = 180  # seconds per lecture on 2 CPU cores (also the cell timeout of the execution)
@@ -49,6 +49,5 @@ def test_gpu_cells_do_nothing_without_a_device(path):
     """CI has no GPU, so a cell that uses CUDA must ask for a device first; where one is,
     `make cuda-check` (tests/cuda_checks.py) executes these lectures and prints the cells."""
     nb = nbformat.read(path, as_version=4)
-    unguarded = [c.id for c in nb.cells if c.cell_type == "code" and "cuda" in c.source
-                 and "if torch.cuda.is_available():" not in c.source]
+    unguarded = [c.id for c in gpu_cells(nb) if "if torch.cuda.is_available():" not in c.source]
     assert not unguarded, f"{path.name}: cells {unguarded} use CUDA without checking for it"
