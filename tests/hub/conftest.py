@@ -63,10 +63,18 @@ class RunningHub:
         return self.run_as(user, str(self.hub.python), "-c", code, check=check)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n: int) -> list[int]:
+    """n distinct free loopback ports: every socket stays bound until all are picked (one
+    at a time, the kernel may hand out the same port twice, and the proxy then served its own
+    API port as a route: JupyterHub stopped on a 404 from /api/routes)."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def _missing() -> str | None:
@@ -114,9 +122,10 @@ def course_hub():
             pytest.fail(f"the hub tests must run here: {why}")
         pytest.skip(why)
     name = os.environ.get("HUB_TEST_NAME", "hubt")  # two test runs at once: different names
+    port, hub_port, api_port = free_ports(3)
     hub = Hub(root=Path(f"/srv/attention-course-{name}"), instructor=f"{name}-teacher",
-              students=(f"{name}-ada", f"{name}-ben"), port=free_port(),
-              hub_port=free_port(), api_port=free_port())
+              students=(f"{name}-ada", f"{name}-ben"), port=port, hub_port=hub_port,
+              api_port=api_port)
     _remove_test_users(hub)
     for part in ("state", "exchange", "instructor", "config"):
         shutil.rmtree(hub.root / part, ignore_errors=True)
