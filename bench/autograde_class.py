@@ -17,8 +17,10 @@ In one run, on the same N synthetic submissions (the sample class's stories, rep
 
 Prints wall times and their ratio, CPU per notebook against the test work and the start-up,
 each estimated twice with the same statistic on both sides (from the least runs, and from the
-medians: the verdict needs both), where the start-up goes (each part measured on its own) and
-the floor of this design, with the spread over the repeats.
+medians: the verdict needs both), where the start-up goes (each part measured on its own), and
+the floors of this design, for the start-up and for a notebook (what it costs before any of its
+tests runs: nbgrader's two stages and a sandboxed turn with no cells), with the spread over the
+repeats.
 Targets (issue "Grade a class near the physical limit"), on 2 cores: at least 20x faster than
 plain nbgrader end to end; start-up at most 5 s of CPU; CPU per notebook at most 1.5x the test
 work.
@@ -327,6 +329,7 @@ def main(argv: list[str]) -> int:
             cpus.append(cpu)
             smalls.append(cpu_small)
         parts, floor = startup_parts(workers)
+        costs = stage_costs(max(small, 5))
     ours = statistics.median(walls)
     # Two sizes give CPU per notebook (the slope) and the start-up (the rest). Each estimated
     # twice, from the least run of each size (noise only ever adds CPU; the test work is taken
@@ -351,6 +354,7 @@ def main(argv: list[str]) -> int:
               "(target <= 5)")
     print(f"  CPU per notebook from each pair of runs: {min(pairs):.3f}-{max(pairs):.3f} s "
           f"({len(pairs)} pairs)")
+    print(floor_per_notebook(costs, work)[1])
     print("  where the start-up goes, each part measured on its own:")
     for what, seconds in parts:
         print(f"    {seconds:5.2f} s  {what}")
@@ -363,10 +367,32 @@ def main(argv: list[str]) -> int:
     return 0 if ok else 1
 
 
-def split(n: int) -> int:
-    """Where a notebook's CPU goes, stage by stage: the three stages of grader.autograde driven
-    here, one submission after another, in this process (the judge too); the student's side is
-    the CPU of the sandbox's server and of every process it forked (it reaps them)."""
+STAGES = ("stage 1, sanitize (nbgrader's steps, in the command)",
+          "stage 2, the judge (tests, in the grader's process)",
+          "stage 3, record (nbgrader's autograde, in the command)",
+          "the student's sandboxed processes")
+BARE = "a sandboxed turn with no cells (judge, student's process, fork)"
+
+
+def without_cells(task):
+    """The same submission with every cell taken out: what a notebook costs to run in the
+    sandbox before any of its code (the student's process forked, its files sent, ended,
+    swept)."""
+    import dataclasses
+
+    notebooks = {}
+    for name, source in task.notebooks.items():
+        nb = nbformat.reads(source, as_version=4)
+        nb.cells = []
+        notebooks[name] = nbformat.writes(nb)
+    return dataclasses.replace(task, notebooks=notebooks)
+
+
+def stage_costs(n: int) -> dict[str, float]:
+    """CPU seconds per notebook of each stage of grader.autograde, driven here one submission
+    after another, in this process (the judge too); the student's side is the CPU of the
+    sandbox's server and of every process it forked (it reaps them). Also, for each
+    submission, the same turn without cells (BARE), three times."""
     from grader.autograde import prepare, record
     from grader.engines import shared_engines
     from grader.nbgrader_api import api_for
@@ -379,36 +405,57 @@ def split(n: int) -> int:
         students = make_class(course, ASSIGNMENT, n + 1, tmp / "submissions")
         api = api_for(course, recording=True)
         zygote = session.zygote(session.confinement(), preload=students_need())
-        spent = {"stage 1, sanitize (nbgrader's steps, in the command)": 0.0,
-                 "stage 2, the judge (tests, in the grader's process)": 0.0,
-                 "stage 3, record (nbgrader's autograde, in the command)": 0.0}
-        names = list(spent)
+        spent = dict.fromkeys((*STAGES, BARE), 0.0)
         first, *students = students
-        student_cpu0 = 0.0
         for s in [first, *students]:  # the first pays each first use: not counted
             if s is students[0]:
-                student_cpu0 = session.cpu_seconds(zygote.host_pid, reaped=True)
                 spent = dict.fromkeys(spent, 0.0)
             t0 = time.process_time()
             task, error, flags = prepare(course, ASSIGNMENT, s.id,
                                          tmp / "submissions" / s.id / ASSIGNMENT, None, False)
             t1 = time.process_time()
+            student0 = session.cpu_seconds(zygote.host_pid, reaped=True)
             outcome = execute(task)
             t2 = time.process_time()
+            student1 = session.cpu_seconds(zygote.host_pid, reaped=True)
             result = record(course, api, ASSIGNMENT, s.id, outcome, flags)
             t3 = time.process_time()
             if error or result.error:
                 raise SystemExit(f"{s.id} was not graded: {error or result.error}")
-            for name, seconds in zip(names, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+            for name, seconds in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, student1 - student0),
+                                     strict=True):
                 spent[name] += seconds
-        student_cpu = session.cpu_seconds(zygote.host_pid, reaped=True) - student_cpu0
-        spent["the student's sandboxed processes"] = student_cpu
+            bare = without_cells(task)
+            b0, c0 = time.process_time(), session.cpu_seconds(zygote.host_pid, reaped=True)
+            for _ in range(3):
+                execute(bare)
+            spent[BARE] += (time.process_time() - b0
+                            + session.cpu_seconds(zygote.host_pid, reaped=True) - c0) / 3
         zygote.stop()
+    return {name: seconds / n for name, seconds in spent.items()}
+
+
+def floor_per_notebook(costs: dict[str, float], work: float) -> tuple[float, str]:
+    """What a notebook costs in this design beyond its test work, whatever the tests do:
+    nbgrader's two stages (it sanitizes and records every notebook) and a sandboxed process of
+    its own, without cells. Returns (the floor in multiples of the test work, a line)."""
+    fixed = costs[STAGES[0]] + costs[STAGES[2]] + costs[BARE]
+    ratio = (work + fixed) / work
+    return ratio, (f"  floor of this design, per notebook: {work + fixed:.3f} s = the test work "
+                   f"{work:.3f} + nbgrader's sanitize {costs[STAGES[0]]:.3f} and record "
+                   f"{costs[STAGES[2]]:.3f} + a sandboxed turn with no cells {costs[BARE]:.3f} "
+                   f"= {ratio:.2f} x the test work")
+
+
+def split(n: int) -> int:
+    costs = stage_costs(n)
     print(f"where a notebook's CPU goes ({n} submissions of {ASSIGNMENT}, one at a time, after "
           "the start-up):")
-    for name, seconds in spent.items():
-        print(f"  {seconds / n:6.3f} s  {name}")
-    print(f"  {sum(spent.values()) / n:6.3f} s  together")
+    for name in STAGES:
+        print(f"  {costs[name]:6.3f} s  {name}")
+    print(f"  {sum(costs[name] for name in STAGES):6.3f} s  together")
+    print(f"  of which {costs[BARE]:.3f} s would be spent on the same notebook with no cells: "
+          f"{BARE}")
     return 0
 
 
