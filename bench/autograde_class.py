@@ -26,7 +26,7 @@ plain nbgrader end to end; start-up at most 5 s of CPU; CPU per notebook at most
 work.
 
     .venv/bin/python bench/autograde_class.py [N] [--repeats R]   (default N = 30, R = 5)
-    .venv/bin/python bench/autograde_class.py --curve [--plot PNG]  (10, 30, 100, 300)
+    .venv/bin/python bench/autograde_class.py --curve [--repeats R] [--plot PNG]  (10 to 300)
     .venv/bin/python bench/autograde_class.py --stress 500  (soft_select; nothing may be lost)
     .venv/bin/python bench/autograde_class.py --split [N]   (a notebook's CPU, stage by stage)
 """
@@ -301,7 +301,7 @@ def main(argv: list[str]) -> int:
     if args.stress:
         return stress(args.stress)
     if args.curve:
-        return curve(args.plot)
+        return curve(args.plot, args.repeats)
     if args.split:
         return split(args.n)
     n, repeats = args.n, args.repeats
@@ -462,40 +462,55 @@ def split(n: int) -> int:
 CURVE = (10, 30, 100, 300)
 
 
-def curve(plot: str | None) -> int:
-    """Seconds per notebook for classes of 10 to 300: the start-up amortised."""
-    rows = []
+def curve(plot: str | None, repeats: int) -> int:
+    """Seconds per notebook for classes of 10 to 300: the start-up amortised. Each size is
+    graded `repeats` times, the sizes in turn (a slow spell of the machine hits them all);
+    printed and plotted: the median, and the least and the most."""
+    runs: dict[int, list[tuple[float, float]]] = {n: [] for n in CURVE}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         template = Course(tmp / "template")
         students = make_class(template, ASSIGNMENT, max(CURVE), tmp / "all")
-        for n in CURVE:
-            folder = subset(tmp / "all", students[:n], tmp / f"class-{n}")
-            wall, cpu = run_ours(template.root, ASSIGNMENT, folder, tmp)
-            rows.append((n, wall, cpu))
-            print(f"{n:4d} submissions  {wall:7.1f} s  {wall / n:6.3f} s per notebook  "
-                  f"{cpu / n:6.3f} s CPU per notebook", flush=True)
+        folders = {n: subset(tmp / "all", students[:n], tmp / f"class-{n}") for n in CURVE}
+        for _ in range(repeats):
+            for n in CURVE:
+                runs[n].append(run_ours(template.root, ASSIGNMENT, folders[n], tmp))
+    print(f"each size graded {repeats} times, in turns: the median (least-most)")
+    for n, done in runs.items():
+        wall = [w / n for w, _ in done]
+        cpu = [c / n for _, c in done]
+        print(f"{n:4d} submissions  {statistics.median(wall) * n:7.1f} s  "
+              f"{statistics.median(wall):6.3f} ({min(wall):.3f}-{max(wall):.3f}) s per notebook  "
+              f"{statistics.median(cpu):6.3f} ({min(cpu):.3f}-{max(cpu):.3f}) s CPU per notebook",
+              flush=True)
     if plot:
-        draw_curve(rows, Path(plot))
+        draw_curve(runs, Path(plot))
         print(f"plot: {plot}")
     return 0
 
 
-def draw_curve(rows, path: Path) -> None:
+def draw_curve(runs: dict[int, list[tuple[float, float]]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    n = [r[0] for r in rows]
+    sizes = list(runs)
     fig, ax = plt.subplots(figsize=(6, 3.6))
-    ax.plot(n, [r[1] / r[0] for r in rows], "o-", label="wall clock, 2 workers")
-    ax.plot(n, [r[2] / r[0] for r in rows], "s--", label="CPU, all processes")
+    for which, style, label in ((0, "o-", "wall clock, 2 workers"),
+                                (1, "s--", "CPU, all processes")):
+        per = [[run[which] / n for run in runs[n]] for n in sizes]
+        mid = [statistics.median(v) for v in per]
+        spread = [[m - min(v) for m, v in zip(mid, per, strict=True)],
+                  [max(v) - m for m, v in zip(mid, per, strict=True)]]
+        ax.errorbar(sizes, mid, yerr=spread, fmt=style, capsize=3, label=label)
     ax.set_xscale("log")
-    ax.set_xticks(n, labels=[str(k) for k in n])
+    ax.set_xticks(sizes, labels=[str(k) for k in sizes])
     ax.set_xlabel("submissions graded in one run")
     ax.set_ylabel("seconds per notebook")
-    ax.set_title(f"Grading {ASSIGNMENT}: start-up amortised over the class")
+    repeats = min(len(v) for v in runs.values())
+    ax.set_title(f"Grading {ASSIGNMENT}: start-up amortised over the class\n(median of "
+                 f"{repeats} runs; bars: least and most)", fontsize=10)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend()
