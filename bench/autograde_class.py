@@ -352,7 +352,9 @@ def main(argv: list[str]) -> int:
         print(f"ours, from the {name + ' runs:':<12} {slope:.3f} s CPU per notebook = "
               f"{ratio:.2f} x the test work (target <= 1.5); start-up {startup:.2f} s CPU "
               "(target <= 5)")
-    print(f"  CPU per notebook from each pair of runs: {min(pairs):.3f}-{max(pairs):.3f} s "
+    starts = [cpu - n * slope for cpu, slope in zip(cpus, pairs, strict=True)]
+    print(f"  from each pair of runs (one of each size, in turn): CPU per notebook "
+          f"{min(pairs):.3f}-{max(pairs):.3f} s, start-up {min(starts):.2f}-{max(starts):.2f} s "
           f"({len(pairs)} pairs)")
     print(floor_per_notebook(costs, work)[1])
     print("  where the start-up goes, each part measured on its own:")
