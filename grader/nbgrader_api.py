@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 import nbformat
@@ -30,6 +31,7 @@ def api_for(course: Course, limits: dict | None = None, unconfined: bool = False
     recording: autograde only records notebooks grader.autograde sanitized and executed (its
     stage 3): nbgrader's sanitizing pass, done in stage 1 already, is left out (RecordExecuted)."""
     setup_process()
+    remember_alembic_head()
     course.prepare()
     config = nbgrader_config(course, limits=limits)
     config.LoadExecuted.unconfined = unconfined
@@ -41,6 +43,17 @@ def api_for(course: Course, limits: dict | None = None, unconfined: bool = False
             if step is not CheckCellMetadata]
     return (_RecordingAPI if recording else NbGraderAPI)(CourseDirectory(config=config),
                                                           config=config)
+
+
+def remember_alembic_head() -> None:
+    """nbgrader asks the `alembic` command for the head of its own migrations each time it
+    creates a gradebook, to stamp the new database with it: a new Python process, seconds of
+    CPU. The answer is fixed by the installed nbgrader, so from here on this process asks once
+    (the demo and the test suite create many courses; a grading command, at most one)."""
+    import nbgrader.api
+
+    if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
+        nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)
 
 
 class RecordingExporter(NotebookExporter):

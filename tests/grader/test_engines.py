@@ -45,3 +45,29 @@ def test_gradebooks_of_a_run_share_one_engine_one_table_check_and_their_connecti
     with Gradebook(url, "course") as gb:
         assert gb.engine not in engines
     assert len(checks) == 2
+
+
+def test_a_process_asks_for_nbgraders_migration_head_once(tmp_path, monkeypatch):
+    # nbgrader stamps each new gradebook with its migrations' head, which it gets by running
+    # the `alembic` command; remembered, the second new gradebook of a process runs nothing.
+    from sqlalchemy import text
+
+    from grader.nbgrader_api import remember_alembic_head
+
+    asked = []
+
+    def ask():  # in place of nbgrader's function, which starts `alembic heads`
+        asked.append(1)
+        return "f00dcafe1234"
+
+    monkeypatch.setattr(nbgrader.api, "get_alembic_version", ask)
+    remember_alembic_head()
+    remember_alembic_head()  # a second call does not wrap it again
+    assert nbgrader.api.get_alembic_version.__wrapped__ is ask
+    stamps = []
+    for name in ("a", "b"):
+        with Gradebook(f"sqlite:///{tmp_path / name}.db", "course") as gb:
+            stamps.append(gb.db.execute(text("SELECT version_num FROM alembic_version"))
+                          .scalar_one())
+    assert stamps == ["f00dcafe1234"] * 2
+    assert len(asked) == 1, f"asked {len(asked)} times for two new gradebooks"
