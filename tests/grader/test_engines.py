@@ -4,6 +4,7 @@ its connections."""
 from __future__ import annotations
 
 import nbgrader.api
+import pytest
 import sqlalchemy
 from nbgrader.api import Gradebook
 from sqlalchemy import MetaData, event
@@ -47,27 +48,49 @@ def test_gradebooks_of_a_run_share_one_engine_one_table_check_and_their_connecti
     assert len(checks) == 2
 
 
-def test_a_process_asks_for_nbgraders_migration_head_once(tmp_path, monkeypatch):
-    # nbgrader stamps each new gradebook with its migrations' head, which it gets by running
-    # the `alembic` command; remembered, the second new gradebook of a process runs nothing.
+def _stamps(tmp_path, names) -> list[str]:
     from sqlalchemy import text
 
-    from grader.nbgrader_api import remember_alembic_head
-
-    asked = []
-
-    def ask():  # in place of nbgrader's function, which starts `alembic heads`
-        asked.append(1)
-        return "f00dcafe1234"
-
-    monkeypatch.setattr(nbgrader.api, "get_alembic_version", ask)
-    remember_alembic_head()
-    remember_alembic_head()  # a second call does not wrap it again
-    assert nbgrader.api.get_alembic_version.__wrapped__ is ask
     stamps = []
-    for name in ("a", "b"):
+    for name in names:
         with Gradebook(f"sqlite:///{tmp_path / name}.db", "course") as gb:
             stamps.append(gb.db.execute(text("SELECT version_num FROM alembic_version"))
                           .scalar_one())
-    assert stamps == ["f00dcafe1234"] * 2
-    assert len(asked) == 1, f"asked {len(asked)} times for two new gradebooks"
+    return stamps
+
+
+@pytest.mark.parametrize("heads", [["f00dcafe1234"], ["f00dcafe1234", "0ddba11"]])
+def test_a_process_asks_for_nbgraders_migration_head_once(tmp_path, monkeypatch, heads):
+    # nbgrader stamps each new gradebook with its migrations' head, which it gets by running
+    # the `alembic` command (nbgraders_way here); the grader asks alembic's Python API, once a
+    # process, and nbgrader's way only where that finds more than one head.
+    import grader.nbgrader_api as ours
+
+    asked, listed = [], []
+
+    def nbgraders_way():
+        asked.append(1)
+        return "abad1dea"
+
+    monkeypatch.setattr(nbgrader.api, "get_alembic_version", nbgraders_way)
+    monkeypatch.setattr(ours, "alembic_heads", lambda: listed.append(1) or heads)
+    ours.remember_alembic_head()
+    ours.remember_alembic_head()  # a second call does not wrap it again
+    stamps = _stamps(tmp_path, ["a", "b"])
+    assert stamps == [heads[0] if len(heads) == 1 else "abad1dea"] * 2
+    assert len(listed) == 1, f"asked alembic {len(listed)} times for two new gradebooks"
+    assert len(asked) == (0 if len(heads) == 1 else 1)
+
+
+@pytest.mark.slow  # runs the `alembic` command: seconds
+def test_alembics_python_api_gives_the_head_nbgrader_asks_its_command_for():
+    import subprocess
+    import sys
+
+    from grader.nbgrader_api import alembic_heads
+
+    done = subprocess.run([sys.executable, "-c", "from grader.course import setup_process; "
+                           "setup_process(); import nbgrader.api; "
+                           "print(nbgrader.api.get_alembic_version())"],
+                          capture_output=True, text=True, check=True)
+    assert alembic_heads() == [done.stdout.strip()], (alembic_heads(), done.stdout)
