@@ -60,8 +60,9 @@ def alembic_heads() -> list[str]:
 def remember_alembic_head() -> None:
     """nbgrader stamps each gradebook it creates with the head of its migrations, which it asks
     the `alembic` command for: a new Python process for every new gradebook (4.2-4.6 s of CPU
-    measured here, on a busy machine). From here on this process asks alembic's Python API instead (0.2 s, most of it
-    importing alembic), once; where that finds more than one head, nbgrader's own way, once."""
+    measured here, on a busy machine). From here on this process asks alembic's Python API
+    instead (0.2 s, most of it importing alembic), once; where that finds more than one head,
+    nbgrader's own way, once."""
     import nbgrader.api
 
     if getattr(nbgrader.api.get_alembic_version, "remembered", False):
