@@ -450,6 +450,8 @@ def floor_per_notebook(costs: dict[str, float], work: float) -> tuple[float, str
 
 
 def split(n: int) -> int:
+    """--split: where a notebook's CPU goes, stage by stage (stage_costs), and how much of it a
+    notebook with no cells would cost."""
     costs = stage_costs(n)
     print(f"where a notebook's CPU goes ({n} submissions of {ASSIGNMENT}, one at a time, after "
           "the start-up):")
