@@ -356,7 +356,7 @@ def main(argv: list[str]) -> int:
     print(f"  from each pair of runs (one of each size, in turn): CPU per notebook "
           f"{min(pairs):.3f}-{max(pairs):.3f} s, start-up {min(starts):.2f}-{max(starts):.2f} s "
           f"({len(pairs)} pairs)")
-    print(floor_per_notebook(costs, work)[1])
+    print(floor_per_notebook(costs, work))
     print("  where the start-up goes, each part measured on its own:")
     for what, seconds in parts:
         print(f"    {seconds:5.2f} s  {what}")
@@ -437,16 +437,15 @@ def stage_costs(n: int) -> dict[str, float]:
     return {name: seconds / n for name, seconds in spent.items()}
 
 
-def floor_per_notebook(costs: dict[str, float], work: float) -> tuple[float, str]:
+def floor_per_notebook(costs: dict[str, float], work: float) -> str:
     """What a notebook costs in this design beyond its test work, whatever the tests do:
     nbgrader's two stages (it sanitizes and records every notebook) and a sandboxed process of
-    its own, without cells. Returns (the floor in multiples of the test work, a line)."""
+    its own, without cells; as a line of the print-out."""
     fixed = costs[STAGES[0]] + costs[STAGES[2]] + costs[BARE]
-    ratio = (work + fixed) / work
-    return ratio, (f"  floor of this design, per notebook: {work + fixed:.3f} s = the test work "
-                   f"{work:.3f} + nbgrader's sanitize {costs[STAGES[0]]:.3f} and record "
-                   f"{costs[STAGES[2]]:.3f} + a sandboxed turn with no cells {costs[BARE]:.3f} "
-                   f"= {ratio:.2f} x the test work")
+    return (f"  floor of this design, per notebook: {work + fixed:.3f} s = the test work "
+            f"{work:.3f} + nbgrader's sanitize {costs[STAGES[0]]:.3f} and record "
+            f"{costs[STAGES[2]]:.3f} + a sandboxed turn with no cells {costs[BARE]:.3f} "
+            f"= {(work + fixed) / work:.2f} x the test work")
 
 
 def split(n: int) -> int:
