@@ -72,8 +72,12 @@ def test_a_process_asks_for_nbgraders_migration_head_once(tmp_path, monkeypatch,
         asked.append(1)
         return "abad1dea"
 
+    def alembics_api():
+        listed.append(1)
+        return heads
+
     monkeypatch.setattr(nbgrader.api, "get_alembic_version", nbgraders_way)
-    monkeypatch.setattr(ours, "alembic_heads", lambda: listed.append(1) or heads)
+    monkeypatch.setattr(ours, "alembic_heads", alembics_api)
     ours.remember_alembic_head()
     ours.remember_alembic_head()  # a second call does not wrap it again
     stamps = _stamps(tmp_path, ["a", "b"])
