@@ -9,15 +9,29 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 
 import nbformat
 import pytest
 
 
+def _fresh_all(*codes: str) -> list[str]:
+    """What each code prints in a fresh interpreter, all started at once (torch: seconds)."""
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for code in codes]
+    try:
+        done = [proc.communicate() for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()  # only those left running when this one was interrupted
+    for proc, (out, err) in zip(procs, done, strict=True):
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, proc.args, out, err)
+    return [out.strip() for out, _ in done]
+
+
 def _fresh(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    return done.stdout.strip()
+    return _fresh_all(code)[0]
 
 
 def test_the_grading_command_never_imports_torch():
@@ -54,12 +68,37 @@ def test_notebooks_validate_without_the_iri_grammar():
     assert out.splitlines() == ["refused", "None"]
 
 
-def _parent_and_torch(_=None):
+def _meet_the_other_pool_process(meeting: str) -> None:
+    """Return once two pool processes have each come here (pids, files in `meeting`): one that
+    waits here takes no other call, so each of a two-process pool takes exactly one."""
     import os
     import time
     from pathlib import Path
 
-    time.sleep(2)  # both pool processes get one call each
+    folder, gave_up = Path(meeting), Path(meeting) / "gave up"
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + 60
+    while len([p for p in folder.iterdir() if p.name.isdigit()]) < 2:
+        if gave_up.exists() or time.monotonic() > deadline:
+            gave_up.touch()  # the call still queued for this process fails at once, too
+            raise TimeoutError(f"pool process {os.getpid()} waited 60 s for another one to "
+                               "take the other call (one call each expected)")
+        time.sleep(0.01)
+
+
+def _one_call_each(pool, probe, *args) -> list:
+    """probe(meeting, *args)'s answers from each of the two processes of `pool` (probe calls
+    _meet_the_other_pool_process(meeting))."""
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as meeting:
+        calls = [pool.pool.submit(probe, meeting, *args) for _ in range(2)]
+        return [c.result(120) for c in calls]
+
+
+def _parent_and_torch(meeting):
+    import os
+    from pathlib import Path
+
+    _meet_the_other_pool_process(meeting)
     parent = os.getppid()
     maps = Path(f"/proc/{parent}/maps").read_text()
     return os.getpid(), parent, "libtorch_cpu" in maps
@@ -72,8 +111,8 @@ def test_pool_processes_are_forked_from_one_server_that_imported_torch():
 
     pool = LocalPool(2)
     try:
-        calls = [pool.pool.submit(_parent_and_torch) for _ in range(2)]
-        seen = {pid: (parent, loaded) for pid, parent, loaded in (c.result(120) for c in calls)}
+        seen = {pid: (parent, loaded)
+                for pid, parent, loaded in _one_call_each(pool, _parent_and_torch)}
     finally:
         pool.close()
     assert len(seen) == 2
@@ -82,13 +121,12 @@ def test_pool_processes_are_forked_from_one_server_that_imported_torch():
     assert all(loaded for _, loaded in seen.values())  # torch was in it before it forked them
 
 
-def _sandbox_of_this_process(_=None):
+def _sandbox_of_this_process(meeting):
     import os
-    import time
 
     from grader.sandbox import session
 
-    time.sleep(2)  # both pool processes get one call each
+    _meet_the_other_pool_process(meeting)
     return os.getpid(), [(z.running, session._stat(z.pid)[0], z.pid)
                          for z in session._zygotes.values()]
 
@@ -108,8 +146,7 @@ def test_pool_processes_start_their_sandboxes_before_any_task():
         while len(pool.pool._processes or {}) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(pool.pool._processes) == 2  # nothing was submitted to it
-        calls = [pool.pool.submit(_sandbox_of_this_process) for _ in range(2)]
-        seen = dict(c.result(120) for c in calls)
+        seen = dict(_one_call_each(pool, _sandbox_of_this_process))
     finally:
         pool.close()
     assert len(seen) == 2
@@ -122,9 +159,10 @@ def test_pool_processes_start_their_sandboxes_before_any_task():
 
 def test_the_fork_server_starts_importing_torch_before_any_pool_exists():
     # `autograde` on a pool starts the fork server first thing, so that its torch import
-    # overlaps with the command's own imports and stage 1.
+    # overlaps with the command's own imports and stage 1. (The fork server, killed once seen,
+    # would hold our stdout open until the end of its import: seconds of waiting.)
     out = _fresh(
-        "import sys, time\n"
+        "import os, signal, sys, time\n"
         "from multiprocessing import forkserver\n"
         "from grader.parallel import start_fork_server\n"
         "start_fork_server()\n"
@@ -134,7 +172,8 @@ def test_the_fork_server_starts_importing_torch_before_any_pool_exists():
         "    if 'libtorch_cpu' in open(f'/proc/{pid}/maps').read():\n"
         "        print('torch in the fork server'); break\n"
         "    time.sleep(0.05)\n"
-        "print('torch here' if 'torch' in sys.modules else 'no torch here')")
+        "print('torch here' if 'torch' in sys.modules else 'no torch here')\n"
+        "os.kill(pid, signal.SIGKILL)")
     assert out.splitlines() == ["torch in the fork server", "no torch here"]
 
 
@@ -250,8 +289,9 @@ def test_the_judges_fork_server_imports_pytorchs_compiler_only_where_declared():
     plain = preload_for(REPO / "assignments" / "self_attention")
     declared = preload_for(REPO / "assignments" / "efficient_attention")
     assert declared == [*plain[:-1], "torch._dynamo", plain[-1]]
-    assert json.loads(_fresh(code.format(plain))) == []
-    assert json.loads(_fresh(code.format(declared))) == ["torch._dynamo", "sympy"]
+    plain_loaded, declared_loaded = _fresh_all(code.format(plain), code.format(declared))
+    assert json.loads(plain_loaded) == []
+    assert json.loads(declared_loaded) == ["torch._dynamo", "sympy"]
 
 
 def test_what_a_notebook_declares_for_the_judge_is_read_with_care(tmp_path):
@@ -303,21 +343,30 @@ def test_a_sandbox_imports_pytorchs_compiler_for_students_only_where_declared(mo
     # server where the assignment declares its students need it (they train: an optimizer's
     # step imports it), and nowhere else: the meta device's operations run without it
     # (grader/sandbox/compiler.py), and a student's torch.compile still imports and uses it.
+    from concurrent.futures import ThreadPoolExecutor
+
     from grader.sandbox import session
 
-    seen, ran = {}, {}
-    for preload in ((), ("torch._dynamo", "torch.fx.experimental.symbolic_shapes")):
-        monkeypatch.setattr(session, "_zygotes", {})  # a server of its own for each case
+    def case(preload):
         s = session.Session({}, session.Limits(cell_timeout=30, notebook_timeout=120),
                             preload=preload)
         s.start()
         try:
-            seen[preload] = s.request({"op": "run", "source": _COMPILER})["stdout"].strip()
-            ran[preload] = s.request({"op": "run", "source": _META_THEN_COMPILE})
-            parts = session.zygote(s.confined).start_parts
+            return (s.request({"op": "run", "source": _COMPILER})["stdout"].strip(),
+                    s.request({"op": "run", "source": _META_THEN_COMPILE}),
+                    session.zygote(s.confined).start_parts)
         finally:
             s.close()
             session.zygote(s.confined).stop()
+
+    # A server of its own for each case, both starting at once: a zygote is one per thread.
+    monkeypatch.setattr(session, "_zygotes", {})
+    cases = ((), ("torch._dynamo", "torch.fx.experimental.symbolic_shapes"))
+    with ThreadPoolExecutor(len(cases)) as threads:
+        answers = list(threads.map(case, cases))
+    seen, ran = {}, {}
+    for preload, (compiler, run, parts) in zip(cases, answers, strict=True):
+        seen[preload], ran[preload] = compiler, run
         assert "meta device" in parts, parts
         assert ("compiler deferred" in parts) == (not preload), parts
     # symbolic shapes (sympy) always: every assignment's gradient tests need them (zygote.py)
@@ -354,30 +403,27 @@ def test_a_sandbox_server_starts_without_the_collector_and_freezes_what_it_made(
     assert int(faults) < 3000, faults  # about 13,600 pages copied without the freeze
 
 
-def _collector(_=None):
+def _collector(meeting):
     import gc
-    import time
 
-    time.sleep(1)  # both pool processes get one call each
+    _meet_the_other_pool_process(meeting)
     return gc.isenabled(), gc.get_freeze_count(), gc.get_stats()[2]["collections"]
 
 
-def _validators(_=None):
-    import time
-
+def _validators(meeting):
     from nbformat import validator
 
-    time.sleep(1)  # both pool processes get one call each
+    _meet_the_other_pool_process(meeting)
     return sorted(key[1:3] for key in validator.validators)
 
 
 def _ask_each_pool_process(probe) -> list:
-    """probe's answer from each of a fresh two-process pool (probe sleeps: one call each)."""
+    """probe's answer from each of a fresh two-process pool."""
     from grader.parallel import LocalPool
 
     pool = LocalPool(2)
     try:
-        return [c.result(120) for c in [pool.pool.submit(probe) for _ in range(2)]]
+        return _one_call_each(pool, probe)
     finally:
         pool.close()
 
@@ -397,14 +443,13 @@ def test_the_fork_server_starts_without_the_collector_and_freezes_what_it_made()
         assert enabled and frozen > 100_000 and full == 0, seen
 
 
-def _grade_then_list_gradebook_modules(task):
+def _grade_then_list_gradebook_modules(meeting, task):
     import sys
-    import time
 
     from grader.parallel import execute
 
     execute(task)
-    time.sleep(1)  # both pool processes get one call each
+    _meet_the_other_pool_process(meeting)
     return sorted(m for m in sys.modules if m.partition(".")[0] in ("sqlalchemy", "alembic"))
 
 
@@ -428,8 +473,7 @@ def test_pool_processes_never_import_the_gradebooks_database_layer(tmp_path):
     assert error is None, error
     pool = LocalPool(2)
     try:
-        seen = [c.result(120) for c in [
-            pool.pool.submit(_grade_then_list_gradebook_modules, task) for _ in range(2)]]
+        seen = _one_call_each(pool, _grade_then_list_gradebook_modules, task)
     finally:
         pool.close()
     assert seen == [[], []], seen
