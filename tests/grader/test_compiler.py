@@ -3,9 +3,8 @@ same results and the same compiled graphs as PyTorch's own lazy import. Each cas
 fresh interpreter: this one may have imported the compiler already."""
 
 import json
-import subprocess
-import sys
-import time
+
+from fresh import interpreters_at_once  # tests/grader/fresh.py (this folder is on sys.path)
 
 _DEFER = "from grader.sandbox import compiler\ndeferred = compiler.defer()\n"
 
@@ -62,22 +61,11 @@ print(json.dumps({"graphs": explained.graph_count, "breaks": explained.graph_bre
 
 
 def _run_all(*codes: str) -> list[dict]:
-    """The JSON each code prints last, each in a fresh interpreter, all started at once (each
-    imports torch: seconds); 300 s each."""
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for code in codes]
-    deadline = time.monotonic() + 300
-    try:
-        done = [proc.communicate(timeout=max(deadline - time.monotonic(), 0))
-                for proc in procs]
-    except BaseException:  # a timeout, an interrupt: none left running
-        for proc in procs:
-            proc.kill()
-            proc.communicate()
-        raise
-    for proc, (_, err) in zip(procs, done, strict=True):
-        assert proc.returncode == 0, err[-3000:]
-    return [json.loads(out.strip().splitlines()[-1]) for out, _ in done]
+    """The JSON each code prints last, each in a fresh interpreter, all started at once; 300 s."""
+    done = interpreters_at_once(*codes, timeout=300)
+    for run in done:
+        assert run.returncode == 0, run.stderr[-3000:]
+    return [json.loads(run.stdout.strip().splitlines()[-1]) for run in done]
 
 
 def _run(code: str) -> dict:

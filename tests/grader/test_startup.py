@@ -13,21 +13,15 @@ import tempfile
 
 import nbformat
 import pytest
+from fresh import interpreters_at_once  # tests/grader/fresh.py (this folder is on sys.path)
 
 
 def _fresh_all(*codes: str) -> list[str]:
-    """What each code prints in a fresh interpreter, all started at once (torch: seconds)."""
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for code in codes]
-    try:
-        done = [proc.communicate() for proc in procs]
-    finally:
-        for proc in procs:
-            proc.kill()  # only those left running when this one was interrupted
-    for proc, (out, err) in zip(procs, done, strict=True):
-        if proc.returncode:
-            raise subprocess.CalledProcessError(proc.returncode, proc.args, out, err)
-    return [out.strip() for out, _ in done]
+    """What each code prints in a fresh interpreter, all started at once."""
+    done = interpreters_at_once(*codes)
+    for run in done:
+        run.check_returncode()
+    return [run.stdout.strip() for run in done]
 
 
 def _fresh(code: str) -> str:
