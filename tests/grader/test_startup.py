@@ -49,17 +49,35 @@ def test_the_pool_never_imports_nbgrader():
     assert json.loads(loaded) == []
 
 
-def test_notebooks_validate_without_the_iri_grammar():
-    # grader/__init__.py keeps jsonschema's optional IRI grammar out of the grader's processes;
-    # nbformat must still validate, and still refuse, notebooks.
+def test_notebooks_validate_without_the_optional_format_packages():
+    # grader/__init__.py keeps jsonschema's optional format packages (the IRI grammar among them)
+    # out of the grader's processes; nbformat must still validate, and still refuse, notebooks.
     out = _fresh(
         "import grader, nbformat, sys\n"
         "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')])\n"
         "nbformat.validate(nb)\n"
         "nb.cells[0]['cell_type'] = 'nonsense'\n"
         "try:\n    nbformat.validate(nb)\nexcept nbformat.ValidationError:\n    print('refused')\n"
-        "print(sys.modules.get('rfc3987_syntax', 'absent'))")
-    assert out.splitlines() == ["refused", "None"]
+        "print(sorted(n for n in ('rfc3987_syntax', 'isoduration', 'arrow', 'rfc3986_validator',"
+        " 'rfc3339_validator', 'webcolors', 'uri_template', 'fqdn') if sys.modules.get(n)))")
+    assert out.splitlines() == ["refused", "[]"]
+
+
+def test_the_grading_command_imports_nbgrader_without_its_server_extensions(tmp_path):
+    # grader.nbgrader_package: no Jupyter server is imported by `autograde`, yet a server that
+    # loads nbgrader's extensions from such a process gets the real ones.
+    (tmp_path / "submissions" / "s1" / "x").mkdir(parents=True)
+    out = _fresh(
+        "import sys\n"
+        "from grader.cli import main\n"
+        f"main(['--course', {str(tmp_path / 'course')!r}, 'autograde', 'x', "
+        f"'--submissions', {str(tmp_path / 'submissions')!r}])\n"
+        "print('nbgrader.apps' in sys.modules, 'jupyter_server' in sys.modules)\n"
+        "import nbgrader, nbgrader.server_extensions.course_list as real\n"
+        "print(real.__file__.endswith('__init__.py'))\n"
+        "real.load_jupyter_server_extension = lambda app: print('the real one, for', app)\n"
+        "nbgrader.load_courses('a server')")
+    assert out.splitlines()[-3:] == ["True False", "True", "the real one, for a server"]
 
 
 def _meet_the_other_pool_process(meeting: str) -> None:
