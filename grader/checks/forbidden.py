@@ -53,14 +53,20 @@ def _blocked(name: str):
     return refuse
 
 
+def switched(extra=(), attention: bool = True) -> list:
+    """The built-ins to switch off: `extra`, after PyTorch's attention built-ins unless
+    `attention` is False (for an exercise whose text allows them)."""
+    return list(dict.fromkeys([*(ATTENTION if attention else ()), *extra]))
+
+
 @contextlib.contextmanager
-def announced(extra=()):
+def announced(extra=(), attention: bool = True):
     """Within the block, a call to the student's process asks it to switch off PyTorch's
-    attention built-ins (and those in `extra`): for a call that runs none of the student's code
-    here, the grader's own copies of them need no switching off."""
+    attention built-ins (unless `attention` is False) and those in `extra`: for a call that runs
+    none of the student's code here, the grader's own copies of them need no switching off."""
     global ACTIVE
     outer = ACTIVE
-    ACTIVE = [name for _, _, name in [*ATTENTION, *extra]]
+    ACTIVE = [name for _, _, name in switched(extra, attention)]
     try:
         yield
     finally:
@@ -68,9 +74,9 @@ def announced(extra=()):
 
 
 @contextlib.contextmanager
-def forbidden_builtins(namespace: dict | None = None, extra=()):
-    """Within the block, PyTorch's attention built-ins (and those in `extra`) raise a
-    CheckFailure.
+def forbidden_builtins(namespace: dict | None = None, extra=(), attention: bool = True):
+    """Within the block, PyTorch's attention built-ins (unless `attention` is False) and those
+    in `extra` raise a CheckFailure.
 
     Also replaces any name in `namespace` (default: the notebook's globals) bound directly to
     one of them, such as after `from torch.nn.functional import scaled_dot_product_attention`.
@@ -78,11 +84,11 @@ def forbidden_builtins(namespace: dict | None = None, extra=()):
     if namespace is None:
         namespace = vars(sys.modules["__main__"])
     saved = []  # (owner, attribute, value before; _MISSING if the owner only inherited it)
-    with announced(extra):  # a call to the student's process switches them off there too
+    with announced(extra, attention):  # a call to the student's process switches them off too
         try:
             originals = {}  # id of a built-in: (the built-in, its name)
-            # (the student's process is sent every name switched off: ATTENTION among them)
-            for owner, attr, name in dict.fromkeys([*ATTENTION, *extra]):
+            # (the student's process is sent every name switched off)
+            for owner, attr, name in switched(extra, attention):
                 original = getattr(owner, attr)
                 own = vars(owner).get(attr, _MISSING) if isinstance(owner, type) else original
                 saved.append((owner, attr, own))

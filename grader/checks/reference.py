@@ -50,7 +50,7 @@ def _explain_error(what, e, where) -> CheckFailure:
     return CheckFailure(text + (f"\n(on {where})" if where else ""))
 
 
-def run_student(fn, inputs, what: str, case: str = "", forbidden=()):
+def run_student(fn, inputs, what: str, case: str = "", forbidden=(), attention: bool = True):
     """Call the student's code with the built-ins switched off; explain any exception, and fail
     if it changed one of its inputs.
 
@@ -59,6 +59,8 @@ def run_student(fn, inputs, what: str, case: str = "", forbidden=()):
     compared with what it was given afterwards, where the code ran (the student's process
     compares its own copies).
     forbidden: extra built-ins to switch off (e.g. `forbidden.SOFTMAX`).
+    attention: switch off PyTorch's attention built-ins too (False only where the exercise's
+    text allows them).
     """
     where = _describe(inputs, case)
 
@@ -75,7 +77,7 @@ def run_student(fn, inputs, what: str, case: str = "", forbidden=()):
     changed = []
 
     def call(args):
-        with switched_off(extra=forbidden):
+        with switched_off(extra=forbidden, attention=attention):
             if remote:
                 value, changed[:] = call_reporting_changes(fn, args)
                 return _as_tuple(value)
@@ -168,19 +170,21 @@ def _first_difference(got, expected, names, what, where) -> str | None:
 
 
 def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output",),
-                    case: str = "", likely_causes=None, forbidden=()) -> None:
+                    case: str = "", likely_causes=None, forbidden=(),
+                    attention: bool = True) -> None:
     """Each output of student_fn(*inputs) must match reference_fn(*inputs).
 
     likely_causes: optional function of the inputs returning {cause id: outputs of that mistake}
     (a cause it leaves out behaves like the reference on these inputs).
     Both the reference's and the mistakes' outputs are remembered for the next notebook graded
     in this process where that is safe (memo.py).
+    forbidden, attention: the built-ins switched off while the student's code runs (run_student).
     """
     expected = tuple(e.detach() if isinstance(e, torch.Tensor) else e
                      for e in _as_tuple(MEMO.call(reference_fn, *inputs)))
     active = _ACTIVE[-1] if _ACTIVE else None
     try:
-        got = run_student(student_fn, inputs, what, case, forbidden)
+        got = run_student(student_fn, inputs, what, case, forbidden, attention)
     except CheckFailure:
         if active is not None and any(c.message for c in active):
             _raise_first(active)
@@ -202,10 +206,11 @@ def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output"
 
 def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
                       student_params=None, reference_params=None, case: str = "",
-                      forbidden=()) -> None:
+                      forbidden=(), attention: bool = True) -> None:
     """Gradients of a random linear function of the outputs must match the reference's,
     with respect to every floating-point input, and to each of reference_params (a
-    {name: parameter} dict) in student_params (the student's module, or such a dict)."""
+    {name: parameter} dict) in student_params (the student's module, or such a dict).
+    forbidden, attention: the built-ins switched off while the student's code runs (run_student)."""
     def leaves():
         return [t.detach().clone().requires_grad_(t.is_floating_point())
                 if isinstance(t, torch.Tensor) else t for t in inputs]
@@ -218,7 +223,7 @@ def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
     sum(((e * u).sum() for e, u in zip(expected, upstream, strict=True))).backward()
 
     try:
-        with forbidden_builtins(extra=forbidden):
+        with forbidden_builtins(extra=forbidden, attention=attention):
             got = _as_tuple(student_fn(*stu_inputs))
         sum(((o * u).sum() for o, u in zip(got, upstream, strict=True))).backward()
     except CheckFailure:

@@ -146,9 +146,9 @@ class Worker:
         from grader.checks.compare import unchanged
         from grader.checks.forbidden import by_names, forbidden_builtins
 
-        extra = by_names(msg.get("forbidden"))
+        extra = by_names(msg.get("forbidden"))  # every name the judge switched off, exactly
         blocked = (contextlib.nullcontext() if extra is None
-                   else forbidden_builtins(self.shell.user_ns, extra=extra))
+                   else forbidden_builtins(self.shell.user_ns, extra=extra, attention=False))
         with captured() as (out, err), blocked:
             with torch.enable_grad() if leaves else torch.no_grad():
                 value = fn(*args, **kwargs)

@@ -217,6 +217,26 @@ def test_student_using_builtin_gets_no_points():
                         (q, k, v), "sdpa")
 
 
+def test_an_exercise_whose_text_allows_attention_builtins_lets_them_through():
+    # efficient_attention's KV cache: its text switches built-ins off for parts 1-3 only
+    from grader.checks.forbidden import SOFTMAX
+
+    q, k, v = qkv()
+
+    def lazy(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+    compare_outputs(lazy, lambda *a: solutions.scaled_dot_product_attention(*a)[0], (q, k, v),
+                    "sdpa", attention=False)
+    with forbidden_builtins({}, extra=SOFTMAX, attention=False):
+        lazy(q, k, v)
+        with pytest.raises(CheckFailure, match="switched off"):
+            torch.softmax(q, -1)  # what the test does switch off stays off
+    with pytest.raises(CheckFailure, match="switched off"):
+        compare_gradients(lazy, lambda *a: solutions.scaled_dot_product_attention(*a)[0],
+                          (q, k, v), "sdpa", ("q", "k", "v"))  # the default: off
+
+
 def test_gradients_compared_and_detached_results_caught():
     q, k, v = qkv()
     reference = solutions.scaled_dot_product_attention
