@@ -5,7 +5,7 @@ Each entry says which assignment and solution cell it changes, the exact text it
 cause apart (the failure then only says what is wrong). tests/catalogue/test_catalogue.py grades
 them all through `autograde` and proves that every mistake loses points, that no message names a
 wrong cause, and that at least 90% of them name the right one. FORMS are correct answers typed in
-every form the text allows; they must earn full marks.
+every form the text allows; they must earn full marks (forms.py: the code exercises' forms).
 """
 
 from dataclasses import dataclass

@@ -13,6 +13,7 @@ import functools
 import nbformat
 import pytest
 from catalogue import FORMS, MISTAKES  # tests/catalogue/ is on sys.path (rootdir-less import)
+from forms import CODE_FORMS
 from nbclient import NotebookClient
 
 from grader.autograde import autograde
@@ -23,7 +24,8 @@ from grader.release import release
 
 pytestmark = pytest.mark.slow
 SKIP = {"train", "test_training"}  # training runs: minutes of CPU, and not about one mistake
-CASES = [*MISTAKES, *FORMS]
+ALL_FORMS = [*FORMS, *CODE_FORMS]
+CASES = [*MISTAKES, *ALL_FORMS]
 ASSIGNMENTS = sorted({c.assignment for c in CASES})
 
 
@@ -114,7 +116,7 @@ def test_correct_solution_earns_full_marks(graded, assignment):
     assert result.auto_score == result.auto_max, f"the source solution fails: {failed}"
 
 
-@pytest.mark.parametrize("form", FORMS, ids=[f.id for f in FORMS])
+@pytest.mark.parametrize("form", ALL_FORMS, ids=[f.id for f in ALL_FORMS])
 def test_every_answer_form_earns_full_marks(graded, form):
     result, failed = graded[form.assignment][0][form.id]
     assert result.auto_score == result.auto_max, f"{form.id} lost points: {failed}"
