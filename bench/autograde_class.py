@@ -258,9 +258,8 @@ def startup_parts(workers: int) -> tuple[list[tuple[str, float]], list[str]]:
     from grader.parallel import preload_for
     from grader.sandbox import session
 
-    command = process_cpu("import grader.cli, grader.nbgrader_package; "  # as cmd_autograde
-                          "grader.nbgrader_package.import_nbgrader(); "
-                          "import grader.autograde, grader.sanitize, nbgrader.apps")
+    command = process_cpu("import grader.cli, grader.autograde, grader.sanitize, "
+                          "nbgrader.apps")
     server = process_cpu("; ".join(f"import {m}" for m in
                                    preload_for(REPO / "assignments" / ASSIGNMENT)))
     torch_alone = process_cpu("import torch")

@@ -89,9 +89,6 @@ def cmd_autograde(args) -> int:
         # importing torch there while this process imports nbgrader
         start_fork_server(preload_for(_course(args).source / args.assignment))
     with paused():  # nbgrader's imports (grader.collector)
-        from grader.nbgrader_package import import_nbgrader
-
-        import_nbgrader()  # without its Jupyter server extensions
         from grader.autograde import autograde
 
     limits = {k: v for k, v in (("cell_timeout", args.cell_timeout),

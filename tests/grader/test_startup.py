@@ -63,23 +63,6 @@ def test_notebooks_validate_without_the_optional_format_packages():
     assert out.splitlines() == ["refused", "[]"]
 
 
-def test_the_grading_command_imports_nbgrader_without_its_server_extensions(tmp_path):
-    # grader.nbgrader_package: no Jupyter server is imported by `autograde`, yet a server that
-    # loads nbgrader's extensions from such a process gets the real ones.
-    (tmp_path / "submissions" / "s1" / "x").mkdir(parents=True)
-    out = _fresh(
-        "import sys\n"
-        "from grader.cli import main\n"
-        f"main(['--course', {str(tmp_path / 'course')!r}, 'autograde', 'x', "
-        f"'--submissions', {str(tmp_path / 'submissions')!r}])\n"
-        "print('nbgrader.apps' in sys.modules, 'jupyter_server' in sys.modules)\n"
-        "import nbgrader, nbgrader.server_extensions.course_list as real\n"
-        "print(real.__file__.endswith('__init__.py'))\n"
-        "real.load_jupyter_server_extension = lambda app: print('the real one, for', app)\n"
-        "nbgrader.load_courses('a server')")
-    assert out.splitlines()[-3:] == ["True False", "True", "the real one, for a server"]
-
-
 def _meet_the_other_pool_process(meeting: str) -> None:
     """Return once two pool processes have each come here (pids, files in `meeting`): one that
     waits here takes no other call, so each of a two-process pool takes exactly one."""
