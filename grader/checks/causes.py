@@ -43,7 +43,8 @@ CAUSES = {
     "device_hard_coded": "a device is hard-coded (use the device of the inputs or the device "
                          "argument)",
     "pe_sin_cos_swapped": "sine and cosine are swapped (sines go in the even columns)",
-    "pe_exponent_i": "the exponent uses i instead of 2i",
+    "pe_exponent_i": "the frequencies fall as 10000^(-i/d) instead of 10000^(-2i/d): the "
+                     "exponent uses i instead of 2i (or the base is 100, the same table)",
     "pe_multiplied": "the angle is multiplied by 10000^(2i/d) instead of divided",
     "pe_base": "the base of the frequencies is not 10000",
     # multi-head attention
@@ -123,8 +124,9 @@ CAUSES = {
                                      "whose keys all come after every query may be skipped)",
     "causal_tile_not_masked": "a tile that crosses the diagonal was computed without the mask "
                               "(mask every tile that holds a key later than its first query)",
-    "kv_cache_overwritten": "the cache was overwritten instead of extended, so each new token "
-                            "attends only to itself",
+    "kv_cache_overwritten": "each new token attends only to itself: the cache was overwritten "
+                            "instead of extended, or the step attended to the new key and value "
+                            "alone instead of all that the cache holds",
     "kv_cache_appends_query": "the query was appended to the cache instead of the key",
     "kv_position_off_by_one": "the new token got the position embedding of t + 1 instead of t",
     "kv_recomputes_past": "every step fed all the tokens so far through the model again, so the "

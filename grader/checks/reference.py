@@ -118,12 +118,27 @@ class _Case:
     got: tuple
     expected: tuple
     message: str | None  # what is wrong, or None when the case passed
-    predicted: dict = field(default_factory=dict)  # {cause: outputs of that mistake}
+    # () -> {cause: outputs of that mistake}, worked out when first asked (after the block), or
+    # None when the reference no longer gives `expected` then (the test changed it meanwhile)
+    predict: object = None
+    _predicted: dict | None = field(default=None, repr=False)
+    _unknown: bool = field(default=False, repr=False)
+
+    @property
+    def predicted(self) -> dict:
+        if self._predicted is None:
+            found = self.predict() if self.predict is not None else {}
+            self._unknown = found is None
+            self._predicted = found or {}
+        return self._predicted
 
     def reproduced_by(self, cause) -> bool:
         """Whether a variant of `cause` (ids 'cause' or 'cause#variant') gives the student's
-        outputs; a cause with no variant here behaves like the reference."""
+        outputs; a cause with no variant here behaves like the reference. A case whose
+        mistakes could not be worked out vouches for no cause."""
         variants = [out for k, out in self.predicted.items() if k.split("#")[0] == cause]
+        if self._unknown:
+            return False
         return any(len(out) == len(self.got) and all(
             matches(g, p) for g, p in zip(self.got, out, strict=True))
             for out in variants or [self.expected])
@@ -132,8 +147,10 @@ class _Case:
 @contextlib.contextmanager
 def all_cases():
     """Run every compare_outputs in the block before failing: the first failing case is
-    reported, naming only the causes whose variants reproduce the student's outputs on that
-    case and every case after it (so inputs where two mistakes coincide do not decide)."""
+    reported, naming only the causes whose variants reproduce the student's outputs on every
+    case of the block, the ones it passed included (so inputs where two mistakes coincide do
+    not decide, and a symptom that many mistakes share, such as NaN, is not enough where the
+    variant also fails a case the student passed)."""
     cases = []
     _ACTIVE.append(cases)
     try:
@@ -148,13 +165,12 @@ def all_cases():
 
 
 def _raise_first(cases) -> None:
-    failed = [i for i, c in enumerate(cases) if c.message]
+    failed = [c for c in cases if c.message]
     if not failed:
         return
-    tried = cases[failed[0]:]
-    causes = [c for c in dict.fromkeys(k.split("#")[0] for case in tried for k in case.predicted)
-              if all(case.reproduced_by(c) for case in tried)]
-    raise CheckFailure(cases[failed[0]].message + cause_lines(causes))
+    causes = [c for c in dict.fromkeys(k.split("#")[0] for case in cases for k in case.predicted)
+              if all(case.reproduced_by(c) for case in cases)]
+    raise CheckFailure(failed[0].message + cause_lines(causes))
 
 
 def _first_difference(got, expected, names, what, where) -> str | None:
@@ -191,13 +207,18 @@ def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output"
         raise
     message = _first_difference(got, expected, names, what, _describe(inputs, case))
     record = _Case(got, expected, message)
-    seen_failure = message or (active is not None and any(c.message for c in active))
-    if likely_causes and seen_failure:  # only now work out the mistakes' outputs
-        with torch.no_grad():
-            record.predicted = {c: tuple(o.detach() if isinstance(o, torch.Tensor) else o
-                                         for o in _as_tuple(out))
-                                for c, out in MEMO.call(likely_causes, *inputs).items()
-                                if out is not None}
+    if likely_causes:  # the mistakes' outputs, worked out only if some case of the block fails
+        def predict():
+            with torch.no_grad():
+                again = _as_tuple(MEMO.call(reference_fn, *inputs))
+                if len(again) != len(expected) or not all(
+                        matches(a, e) for a, e in zip(again, expected, strict=True)):
+                    return None  # the test changed its reference since: this case cannot tell
+                return {c: tuple(o.detach() if isinstance(o, torch.Tensor) else o
+                                 for o in _as_tuple(out))
+                        for c, out in MEMO.call(likely_causes, *inputs).items()
+                        if out is not None}
+        record.predict = predict
     if active is not None:
         active.append(record)
     else:

@@ -304,3 +304,29 @@ def test_class_report_counts_one_row_per_cause(tmp_path):
     ]
     assert count_causes(paths) == {"not_scaled": 2, "mask_inverted": 1,
                                    "something no id has": 1}
+
+
+def test_a_cause_is_named_only_if_its_variant_also_gives_what_the_student_passed():
+    # NaN is a symptom many mistakes share: a variant that gives NaN where the student failed,
+    # but also where the student was right, is no evidence for its cause
+    from grader.checks import all_cases
+    from grader.checks.causes import named_causes
+
+    def reference(x):
+        return x * 2
+
+    def student(x):  # right on small inputs, NaN on large ones
+        return x * 2 if x.max() < 2 else torch.full_like(x, float("nan"))
+
+    def nan_everywhere(x):
+        return {"softmax_no_max": torch.full_like(x, float("nan"))}
+
+    def like_the_student(x):
+        return {"softmax_no_max": student(x)}
+
+    for causes, named in ((nan_everywhere, []), (like_the_student, ["softmax_no_max"])):
+        with pytest.raises(CheckFailure) as failure:
+            with all_cases():
+                for x in (torch.tensor([1.0, 1.5]), torch.tensor([3.0, 4.0])):
+                    compare_outputs(student, reference, (x,), "f", likely_causes=causes)
+        assert named_causes(str(failure.value)) == named, str(failure.value)
