@@ -2,7 +2,7 @@
 
 The reference is passed in by the (hidden) test, so nothing here reveals a solution. A failure
 names a cause only when that mistake's variant reproduces the student's outputs: on the failing
-input, and, inside `all_cases()`, on every input tried after it.
+input, and, inside `all_cases()`, on every input tried, the ones the student passed included.
 """
 
 from __future__ import annotations
