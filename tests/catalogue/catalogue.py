@@ -289,6 +289,28 @@ MISTAKES = [
       "                logits = self.step(next_id, idx.size(1) - 1, caches)",
       "                for t in range(idx.size(1)):  # the whole sequence again\n"
       "                    logits = self.step(idx[:, t:t + 1], t, caches)", "kv_recomputes_past"),
+    # Found by probing with new slips: each was once blamed on a wrong cause
+    m("mask_after_softmax_renormalised", RNN, "additive_attention",
+      'if mask is not None:\n            scores = scores.masked_fill(~mask, float("-inf"))\n'
+      "        weights = torch.softmax(scores, dim=-1)",
+      "weights = torch.softmax(scores, dim=-1)\n        if mask is not None:\n"
+      "            weights = weights * mask\n"
+      "            weights = weights / weights.sum(dim=-1, keepdim=True)", "mask_after_softmax"),
+    m("pe_base_100", SA, "positional_encoding", "10000 **", "100 **", "pe_exponent_i"),
+    m("kv_append_result_ignored", EA, "cached_lm", "k, v = cache.append(k, v)",
+      "cache.append(k, v)", "kv_cache_overwritten"),
+    m("kv_append_returns_the_new_only", EA, "kv_cache",
+      "        if self.k is not None:  # the earlier positions first, the new ones after them\n"
+      "            k = torch.cat([self.k, k], dim=-2)\n"
+      "            v = torch.cat([self.v, v], dim=-2)\n"
+      "        self.k, self.v = k, v\n"
+      "        return k, v",
+      "        if self.k is None:\n"
+      "            self.k, self.v = k, v\n"
+      "        else:\n"
+      "            self.k = torch.cat([self.k, k], dim=-2)\n"
+      "            self.v = torch.cat([self.v, v], dim=-2)\n"
+      "        return k, v", "kv_cache_overwritten"),
 ]
 
 # Correct by-hand answers in every form the text allows: each must earn full marks.
