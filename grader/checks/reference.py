@@ -8,7 +8,8 @@ input, and, inside `all_cases()`, on every input tried, the ones the student pas
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass
 
 import torch
 
@@ -118,27 +119,21 @@ class _Case:
     got: tuple
     expected: tuple
     message: str | None  # what is wrong, or None when the case passed
-    # () -> {cause: outputs of that mistake}, worked out when first asked (after the block), or
-    # None when the reference no longer gives `expected` then (the test changed it meanwhile)
-    predict: object = None
-    _predicted: dict | None = field(default=None, repr=False)
-    _unknown: bool = field(default=False, repr=False)
+    predict: object = None  # () -> what `predicted` holds, called when first asked
 
-    @property
-    def predicted(self) -> dict:
-        if self._predicted is None:
-            found = self.predict() if self.predict is not None else {}
-            self._unknown = found is None
-            self._predicted = found or {}
-        return self._predicted
+    @functools.cached_property
+    def predicted(self) -> dict | None:
+        """{cause: outputs of that mistake}, worked out after the block; None when the reference
+        no longer gives `expected` then (the test changed it meanwhile)."""
+        return self.predict() if self.predict is not None else {}
 
     def reproduced_by(self, cause) -> bool:
         """Whether a variant of `cause` (ids 'cause' or 'cause#variant') gives the student's
         outputs; a cause with no variant here behaves like the reference. A case whose
         mistakes could not be worked out vouches for no cause."""
-        variants = [out for k, out in self.predicted.items() if k.split("#")[0] == cause]
-        if self._unknown:
+        if self.predicted is None:
             return False
+        variants = [out for k, out in self.predicted.items() if k.split("#")[0] == cause]
         return any(len(out) == len(self.got) and all(
             matches(g, p) for g, p in zip(self.got, out, strict=True))
             for out in variants or [self.expected])
@@ -168,8 +163,8 @@ def _raise_first(cases) -> None:
     failed = [c for c in cases if c.message]
     if not failed:
         return
-    causes = [c for c in dict.fromkeys(k.split("#")[0] for case in cases for k in case.predicted)
-              if all(case.reproduced_by(c) for case in cases)]
+    named = (k.split("#")[0] for case in cases for k in case.predicted or {})
+    causes = [c for c in dict.fromkeys(named) if all(case.reproduced_by(c) for case in cases)]
     raise CheckFailure(failed[0].message + cause_lines(causes))
 
 
