@@ -180,7 +180,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from grader.demo import meets_expectation, run_demo
+    from grader.demo.run import meets_expectation, run_demo
 
     rows = run_demo()
     if all(meets_expectation(s, r) for table in rows.values() for s, r in table):

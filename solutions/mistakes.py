@@ -194,6 +194,14 @@ def mlp(module, x):
             "mlp_relu": module.linear2(torch.relu(module.linear1(x)))}
 
 
+def mlp_training(module, x):
+    """Mistakes in where an MLP applies its dropout, in training mode; `module` holds the
+    weights and the dropout."""
+    hidden = module.act(module.linear1(x))
+    return {"mlp_dropout_after_linear2": module.dropout(module.linear2(hidden)),
+            "mlp_no_dropout": module.linear2(hidden)}
+
+
 def transformer_block(block, x):
     """Mistakes in a causal Transformer block's forward; `block` is the reference with weights."""
     def attn(y):

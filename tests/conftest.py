@@ -152,7 +152,7 @@ class SampleClasses:
 @pytest.fixture(scope="session")
 def sample_classes() -> SampleClasses:
     """Every assignment's sample class, graded once a session by `make demo`'s own code."""
-    from grader.demo import run_demo
+    from grader.demo.run import run_demo
 
     parent = REPO / "build" / "tests"
     parent.mkdir(parents=True, exist_ok=True)

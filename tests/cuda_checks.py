@@ -1,7 +1,8 @@
 """Everything that needs a CUDA device, in one run (CI has none, so all of it skips there).
 
 1. The tests marked `cuda` (`pytest -m cuda`): each reference module on the GPU against the
-   CPU, and against PyTorch's own modules on the device.
+   CPU, and against PyTorch's own modules on the device; and the grader's device check (its
+   verdicts on meta tensors) against what CUDA does with the same code.
 2. The lectures' GPU cells: each lecture with a code cell that uses CUDA is executed whole, the
    way `make lectures` does (figure checks included), and those cells' outputs are printed.
 
@@ -39,11 +40,18 @@ def describe_device() -> bool:
 def run_tests(out: Path) -> int:
     # --confcutdir: tests/conftest.py counts autograde runs through nbgrader, which a GPU
     # machine with only PyTorch need not have; the cuda tests use tests/solutions' fixtures alone.
-    cmd = [sys.executable, "-m", "pytest", "-m", "cuda", "-p", "no:cacheprovider", "-q", "-rA",
-           "--confcutdir=tests/solutions", f"--junitxml={out / 'cuda-tests.xml'}",
-           "tests/solutions"]
-    print("$", " ".join(cmd), flush=True)
-    return subprocess.call(cmd, cwd=REPO)
+    # The device check's tests (grader/checks/devices.py) need no fixtures: --noconftest keeps
+    # tests/grader's, which releases assignments through nbgrader, out.
+    base = [sys.executable, "-m", "pytest", "-m", "cuda", "-p", "no:cacheprovider", "-q", "-rA"]
+    runs = [[*base, "--confcutdir=tests/solutions", f"--junitxml={out / 'cuda-tests.xml'}",
+             "tests/solutions"],
+            [*base, "--noconftest", f"--junitxml={out / 'cuda-device-check.xml'}",
+             "tests/grader/test_device_check.py", "tests/catalogue/test_device_check_gpu.py"]]
+    rc = 0
+    for cmd in runs:
+        print("$", " ".join(cmd), flush=True)
+        rc = rc or subprocess.call(cmd, cwd=REPO)
+    return rc
 
 
 def run_lectures(out: Path) -> int:

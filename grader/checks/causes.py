@@ -40,6 +40,8 @@ CAUSES = {
     "causal_transposed": "the mask is transposed (query i may attend to keys 0..i, not i..T-1)",
     "causal_inverted": "True and False are swapped (True means 'may attend')",
     "device_ignored": "the device argument is ignored (create tensors with device=device)",
+    "stray_cpu_tensor": "a tensor is made on the CPU (created without device=, or moved "
+                        "there) instead of on the device of the inputs",
     "device_hard_coded": "a device is hard-coded (use the device of the inputs or the device "
                          "argument)",
     "pe_sin_cos_swapped": "sine and cosine are swapped (sines go in the even columns)",
@@ -104,6 +106,9 @@ CAUSES = {
     "mlp_no_activation": "the activation is missing",
     "mlp_relu": "ReLU was used instead of GELU",
     "dropout_in_eval": "dropout is still active in evaluation mode",
+    "mlp_dropout_after_linear2": "dropout was applied after linear2 (it belongs between the "
+                                 "activation and linear2)",
+    "mlp_no_dropout": "self.dropout is never applied, so training runs without dropout",
     "no_positions": "the position embeddings were not added",
     "no_final_norm": "the final LayerNorm (ln_f) was not applied",
     "greedy_first_position": "the next token was taken from the first position's logits, not "

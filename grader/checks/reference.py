@@ -15,6 +15,7 @@ import torch
 
 from .causes import cause_lines
 from .compare import CheckFailure, expect_close, matches, unchanged
+from .devices import probing
 from .forbidden import announced, forbidden_builtins
 from .hints import hint_for
 from .memo import MEMO
@@ -79,10 +80,11 @@ def run_student(fn, inputs, what: str, case: str = "", forbidden=(), attention: 
 
     def call(args):
         with switched_off(extra=forbidden, attention=attention):
-            if remote:
+            if remote:  # (the student's process watches the devices itself)
                 value, changed[:] = call_reporting_changes(fn, args)
                 return _as_tuple(value)
-            return _as_tuple(fn(*args))
+            with probing(args):  # a device check's call (devices.py)
+                return _as_tuple(fn(*args))
 
     probe = torch.is_grad_enabled()
     args = copies(probe)

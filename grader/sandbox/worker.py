@@ -144,12 +144,13 @@ class Worker:
         kwargs = {k: self._leaf(_copied(decode(v)), v, leaves) for k, v in msg["kwargs"].items()}
         fn = self.from_ref(codec.decode(msg["ref"], lambda r: r))
         from grader.checks.compare import unchanged
+        from grader.checks.devices import probing
         from grader.checks.forbidden import by_names, forbidden_builtins
 
         extra = by_names(msg.get("forbidden"))  # every name the judge switched off, exactly
         blocked = (contextlib.nullcontext() if extra is None
                    else forbidden_builtins(self.shell.user_ns, extra=extra, attention=False))
-        with captured() as (out, err), blocked:
+        with captured() as (out, err), blocked, probing(args, kwargs):  # probing: devices.py
             with torch.enable_grad() if leaves else torch.no_grad():
                 value = fn(*args, **kwargs)
         changed = [i for i, before in given if not unchanged(before, args[i])]

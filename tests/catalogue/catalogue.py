@@ -40,6 +40,7 @@ ADD_FILL = 'scores.masked_fill(~mask, float("-inf"))'
 ADD_SOFTMAX = "weights = torch.softmax(scores, dim=-1)"
 LN_STATS = ("mean = x.mean(dim=-1, keepdim=True)\n"
             "        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)")
+MLP_OUT = "self.linear2(self.dropout(self.act(self.linear1(x))))"
 LN_OUT = "(x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias"
 A_SOURCE = ("[[1/14, 9/22, 1/6, 3/6],\n     [9/14, 9/22, 3/6, 1/6],\n     [1/14, 3/22, 1/6, 1/6],\n"
             "     [3/14, 1/22, 1/6, 1/6]]")
@@ -97,6 +98,8 @@ MISTAKES = [
     m("q_k_proj_swapped", SA, "mha", "q = split_heads(self.q_proj(query))\n"
       "        k = split_heads(self.k_proj(key))", "q = split_heads(self.k_proj(query))\n"
       "        k = split_heads(self.q_proj(key))", "q_k_proj_swapped"),
+    m("mha_mask_head_axis_misplaced", SA, "mha", "mask = mask.unsqueeze(1)",
+      "mask = mask.unsqueeze(2)", None),  # right for (B, 1, S) masks, wrong for (B, L, S)
     # --- self_attention: positions
     m("sin_cos_swapped", SA, "positional_encoding",
       "pe[:, 0::2] = torch.sin(angle)\n    pe[:, 1::2] = torch.cos(angle)",
@@ -230,6 +233,10 @@ MISTAKES = [
       "self.dropout(self.linear1(x))", "mlp_no_activation"),
     m("mlp_relu", TF, "mlp", "self.act(self.linear1(x))", "torch.relu(self.linear1(x))",
       "mlp_relu"),
+    m("mlp_dropout_after_linear2", TF, "mlp", MLP_OUT,
+      "self.dropout(self.linear2(self.act(self.linear1(x))))", "mlp_dropout_after_linear2"),
+    m("mlp_no_dropout", TF, "mlp", MLP_OUT, "self.linear2(self.act(self.linear1(x)))",
+      "mlp_no_dropout"),
     # --- transformer: block, decoder, greedy
     m("residual_missing", TF, "block", "x = x + self.self_attn(self.norm1(x))",
       "x = self.self_attn(self.norm1(x))", "no_residual_attn"),
@@ -242,6 +249,8 @@ MISTAKES = [
       "            x = x + self.mlp(self.norm1(x))", "norms_swapped"),
     m("no_positions", TF, "decoder", "x = self.tok_emb(idx) + self.pos_emb(positions)",
       "x = self.tok_emb(idx)", "no_positions"),
+    m("positions_on_cpu", TF, "decoder", "torch.arange(idx.size(1), device=idx.device)",
+      "torch.arange(idx.size(1))", "stray_cpu_tensor"),
     m("no_final_norm", TF, "decoder", "self.lm_head(self.ln_f(x))", "self.lm_head(x)",
       "no_final_norm"),
     m("greedy_first_position", TF, "greedy", "logits[:, -1]", "logits[:, 0]",
@@ -262,6 +271,8 @@ MISTAKES = [
       f"{ONLINE_L}\n        m = m_new\n    return torch.exp(x - m) / l, m, l",
       "l = l + torch.exp(xb).sum(dim=-1, keepdim=True)\n        m = m_new\n"
       "    return torch.exp(x) / l, m, l", "softmax_no_max"),
+    m("online_max_on_cpu", EA, "online_softmax", "dtype=x.dtype, device=x.device)",
+      "dtype=x.dtype)", "stray_cpu_tensor"),
     # --- efficient_attention: tiled attention, its memory, causal tiles
     m("tiled_output_not_rescaled", EA, "tiled_attention", "o = o * correction + p @ v",
       "o = o + p @ v", "tiled_output_not_rescaled"),
@@ -278,6 +289,17 @@ MISTAKES = [
       "last = min(S, i0) if is_causal", "causal_diagonal_tiles_skipped"),
     m("causal_crossing_tile_unmasked", EA, "tiled_attention", "if is_causal and j1 - 1 > i0:",
       "if is_causal and j0 > i0:", "causal_tile_not_masked"),
+    m("tiled_accumulator_on_cpu", EA, "tiled_attention",
+      "o = torch.zeros(*qi.shape[:-1], v.size(-1), dtype=q.dtype, device=q.device)",
+      "o = torch.zeros(*qi.shape[:-1], v.size(-1), dtype=q.dtype)", "stray_cpu_tensor"),
+    m("tiled_output_on_cpu", EA, "tiled_attention",
+      "out = torch.empty(*q.shape[:-1], v.size(-1), dtype=q.dtype, device=q.device)",
+      "out = torch.empty(*q.shape[:-1], v.size(-1), dtype=q.dtype)", "stray_cpu_tensor"),
+    m("causal_tile_mask_on_cpu", EA, "tiled_attention",
+      "rows = torch.arange(i0, i1, device=q.device)[:, None]\n"
+      "                cols = torch.arange(j0, j1, device=q.device)[None, :]",
+      "rows = torch.arange(i0, i1)[:, None]\n                cols = torch.arange(j0, j1)[None, :]",
+      "stray_cpu_tensor"),
     # --- efficient_attention: the KV cache
     m("kv_cache_overwritten", EA, "kv_cache", "        if self.k is not None:",
       "        if False:", "kv_cache_overwritten"),

@@ -4,7 +4,7 @@ import csv
 
 import pytest
 
-from grader.demo import meets_expectation
+from grader.demo.run import meets_expectation
 from grader.demo.sample_class import SAMPLE_CLASSES
 
 pytestmark = pytest.mark.slow
