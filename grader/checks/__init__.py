@@ -13,6 +13,7 @@ from .compare import (
     expect_shape,
     expect_tensor,
 )
+from .devices import expect_follows_device
 from .forbidden import forbidden_builtins
 from .properties import (
     expect_no_lookahead,
@@ -30,6 +31,7 @@ __all__ = [
     "compare_gradients",
     "compare_outputs",
     "expect_close",
+    "expect_follows_device",
     "expect_no_lookahead",
     "expect_permutation_equivariant",
     "expect_rows_sum_to_one",

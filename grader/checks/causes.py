@@ -99,7 +99,8 @@ CAUSES = {
     "ln_no_affine": "the weight and bias were not applied",
     "ln_no_mean": "the mean was not subtracted",
     "ln_wrong_axis": "the statistics were taken over the wrong axis (not the features)",
-    "pre_post_swapped": "pre-norm and post-norm are swapped (check the norm_first branch)",
+    "pre_post_swapped": "this form computes the other one (post-norm where norm_first=True "
+                        "asks for pre-norm, or the reverse): check the norm_first branch",
     "no_residual_attn": "the residual connection around attention is missing",
     "no_residual_mlp": "the residual connection around the MLP is missing",
     "norms_swapped": "norm1 and norm2 are swapped",

@@ -130,6 +130,8 @@ MISTAKES = [
     m("hard_select_normalised", SS, "hard_select", "weights = match.to(values.dtype)",
       "weights = match.to(values.dtype)\n    weights = weights / weights.sum(-1, keepdim=True)",
       "hard_select_normalised"),
+    m("hard_select_weights_in_query_dtype", SS, "hard_select", "match.to(values.dtype)",
+      "match.to(query.dtype)", None),
     m("temperature_multiplied", SS, "soft_select", "/ temperature", "* temperature",
       "temperature_multiplied"),
     m("temperature_ignored", SS, "soft_select", " / temperature", "", "temperature_ignored"),
