@@ -41,7 +41,7 @@ CAUSES = {
     "causal_inverted": "True and False are swapped (True means 'may attend')",
     "device_ignored": "the device argument is ignored (create tensors with device=device)",
     "stray_cpu_tensor": "a tensor is made on the CPU (created without device=, or moved "
-                        "there) instead of on the device of the inputs",
+                        "there) instead of on the device of the inputs or the one asked for",
     "device_hard_coded": "a device is hard-coded (use the device of the inputs or the device "
                          "argument)",
     "pe_sin_cos_swapped": "sine and cosine are swapped (sines go in the even columns)",

@@ -71,21 +71,24 @@ class DeviceProbe(TorchDispatchMode):
             stray = next((t for t in tensors if t.device.type == "cpu" and t.dim() > 0), None)
             if stray is not None:
                 name = func.overloadpacket.__name__
+                dtype = str(stray.dtype).removeprefix("torch.")
                 raise RuntimeError(
                     f"{MIXED}, but found at least two devices, {PROBE} and cpu! (torch's "
-                    f"{name} was given a {str(stray.dtype).removeprefix('torch.')} tensor of "
-                    f"shape {_shape(stray)} on the CPU)")
+                    f"{name} was given {'an' if dtype[0] in 'aeiou' else 'a'} {dtype} tensor "
+                    f"of shape {_shape(stray)} on the CPU)")
         return func(*args, **kwargs)
 
 
 def _on_probe(value) -> bool:
-    return any(isinstance(t, torch.Tensor) and t.device.type == PROBE
+    """Whether `value` holds a meta tensor, or names the meta device (`device="meta"`)."""
+    return any(t.device.type == PROBE if isinstance(t, torch.Tensor) else
+               (isinstance(t, torch.device) and t.type == PROBE) or (type(t) is str and t == PROBE)
                for t in tree_flatten(value)[0])
 
 
 def probing(*values):
-    """The probe while any of `values` holds a meta tensor (a device check's call); otherwise
-    nothing. The student's process wraps every call it runs in this."""
+    """The probe while any of `values` holds a meta tensor or names the meta device (a device
+    check's call); otherwise nothing. The student's process wraps every call it runs in this."""
     return DeviceProbe() if _on_probe(values) else contextlib.nullcontext()
 
 

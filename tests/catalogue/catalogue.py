@@ -111,7 +111,10 @@ MISTAKES = [
       "pos * 10000 ** (two_i / d_model)", "pe_multiplied"),
     m("pe_base_1000", SA, "positional_encoding", "10000 **", "1000 **", "pe_base"),
     m("pe_device_ignored", SA, "positional_encoding", "pe = torch.zeros(T, d_model, device=device)",
-      "pe = torch.zeros(T, d_model)", None),
+      "pe = torch.zeros(T, d_model)", "stray_cpu_tensor"),
+    m("pe_positions_on_cpu", SA, "positional_encoding",
+      "pos = torch.arange(T, dtype=torch.float32, device=device)",
+      "pos = torch.arange(T, dtype=torch.float32)", "stray_cpu_tensor"),
     # --- soft_select: softmax
     m("softmax_overflow", SS, "softmax", SS_MAX, "z = x", "softmax_no_max"),
     m("softmax_min", SS, "softmax", "x.amax(", "x.amin(", "softmax_min"),

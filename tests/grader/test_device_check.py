@@ -17,6 +17,7 @@ import torch
 import solutions
 from grader.checks import CheckFailure
 from grader.checks.devices import DeviceProbe, expect_follows_device
+from grader.checks.reference import run_student
 from solutions import efficient
 
 
@@ -144,6 +145,17 @@ def test_a_stray_cpu_tensor_fails_naming_its_cause(slip, words):
 
 def test_code_that_needs_values_is_not_judged():
     expect_follows_device(tiled_reading_a_value, (*_qkv(), 4, 4, True), "tiled_attention")
+
+
+def test_a_call_naming_the_meta_device_is_watched():
+    def table(T, device=None):
+        pe = torch.zeros(T, 4)  # no device=: the rows below are copied to the CPU
+        pe[:, :2] = torch.ones(T, 2, device=device)
+        return pe
+
+    # as CUDA does, the copy lands on the CPU (meta alone: "Cannot copy out of meta tensor")
+    (out,) = run_student(table, (3, "meta"), "table")
+    assert out.device.type == "cpu" and out.shape == (3, 4)
 
 
 def test_the_inputs_stay_where_they_were():
