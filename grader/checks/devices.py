@@ -7,14 +7,16 @@ a slip cannot show. So the check calls the code once more on inputs on PyTorch's
 a meta tensor and a CPU tensor of one or more dimensions is the operation that fails on a GPU.
 
 PyTorch's own meta kernels are not enough: they let `mm`, `embedding` and `index_select` mix
-devices, which CUDA refuses. The rule below is CUDA's: CPU tensors of no dimensions (scalars)
-mix with anything, and a few operations take CPU tensors beside GPU ones (copies, and the
-indices of indexing). tests/grader/test_device_check.py holds these rules to CUDA's on a GPU.
+devices, which CUDA refuses. The rules below are CUDA's: CPU tensors of no dimensions (scalars)
+mix with most operations, but not with clamp's bounds, `stack` or `cat`, nor as a mask; copies
+take CPU tensors of any size, indexing takes CPU indices, and writing through indices takes a
+single CPU value. tests/grader/test_device_check.py holds each rule to what CUDA does, on a GPU.
 
 The notebooks call it in visible tests, so `python -m grader check` reports it too. It fails
 only on what it has seen: an operation that mixed devices, or an output left on the CPU. Code
-that cannot run on meta tensors for another reason (`.item()`, `nonzero`: they need values) is
-not judged here; its values are graded on the CPU.
+that cannot run on meta tensors for another reason (`.item()`, `nonzero`: they need values, and
+so does reading a value copied back to the CPU) is not judged here; its values are graded on
+the CPU.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import contextlib
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+from torch.utils.weak import WeakIdKeyDictionary
 
 from .causes import cause_lines
 from .compare import CheckFailure
@@ -32,43 +35,70 @@ PROBE = "meta"  # the device the check moves the inputs to
 MIXED = "Expected all tensors to be on the same device"  # CUDA's words, which hints.py knows
 
 _aten = torch.ops.aten
-# The operations CUDA runs with CPU tensors beside GPU ones: copies between devices, and
-# indexing, which moves CPU indices to the indexed tensor's device itself.
-CROSS_DEVICE = {
-    _aten.copy_.default, _aten._to_copy.default, _aten.index.Tensor,
-    _aten.index_put_.default, _aten.index_put.default, _aten._index_put_impl_.default,
-}
+# Operations CUDA runs with CPU tensors beside GPU ones, whatever their size: copies between
+# devices, and size comparisons.
+CROSS_DEVICE = {_aten.copy_.default, _aten._to_copy.default, _aten.is_same_size.default}
+# Indexing takes CPU indices (CUDA moves them), not a CPU tensor indexed by GPU indices; writing
+# through indices takes CPU indices and a one-element value, not more values from the CPU.
+INDEX = _aten.index.Tensor
+INDEX_PUT = {_aten.index_put_.default, _aten.index_put.default, _aten._index_put_impl_.default}
+# Operations that refuse even a CPU scalar (a tensor of no dimensions) beside GPU tensors, as
+# their tensor operands (clamp's bounds, the tensors stacked or joined) or as a mask.
+NO_CPU_SCALARS = {_aten.clamp.Tensor, _aten.clamp_.Tensor, _aten.clamp_min.Tensor,
+                  _aten.clamp_max.Tensor, _aten.stack.default, _aten.cat.default}
+MASKS = {_aten.masked_fill.Tensor, _aten.masked_fill.Scalar, _aten.masked_fill_.Tensor,
+         _aten.masked_fill_.Scalar}
+VALUES_UNKNOWN = "values copied from a tensor without values cannot be read"
 
 
 def _shape(t: torch.Tensor) -> str:
     return "(" + ", ".join(str(s) for s in t.shape) + ("," if t.dim() == 1 else "") + ")"
 
-_TO_CPU = {_aten.copy_.default, _aten._to_copy.default}
+
+def _on_cpu(t, scalars_too: bool = False) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type == "cpu" and (scalars_too or t.dim() > 0)
 
 
-def _to_cpu(func, args, kwargs) -> bool:
-    """Whether a copy goes to the CPU: `cpu_tensor[...] = x` (copy_), or `x.cpu()` (_to_copy)."""
-    if func is _aten.copy_.default:
-        return args[0].device.type == "cpu"
-    device = kwargs.get("device")
-    return device is not None and torch.device(device).type == "cpu"
+def _stray(func, args, tensors):
+    """The CPU tensor CUDA would refuse in this operation on the probe's tensors, or None."""
+    if func in CROSS_DEVICE:
+        return None
+    if func is INDEX:  # a CPU tensor indexed with indices on the device
+        return args[0] if _on_cpu(args[0]) else None
+    if func in INDEX_PUT:  # a CPU tensor written to, or more than one value from the CPU
+        values = args[2]
+        return next((t for t in (args[0], values) if _on_cpu(t, scalars_too=True)
+                     and (t is args[0] or t.numel() > 1)), None)
+    if func in MASKS and _on_cpu(args[1], scalars_too=True):
+        return args[1]
+    return next((t for t in tensors if _on_cpu(t, scalars_too=func in NO_CPU_SCALARS)), None)
 
 
 class DeviceProbe(TorchDispatchMode):
-    """While active, an operation on a `meta` tensor and a CPU tensor of one or more dimensions
-    raises the RuntimeError CUDA would raise, unless CUDA allows that operation to mix them (a
-    plain RuntimeError, so that it crosses from the student's process as one)."""
+    """While active, an operation on `meta` tensors that CUDA would refuse for a CPU tensor among
+    them raises a RuntimeError in CUDA's usual words (a plain RuntimeError, so that it crosses
+    from the student's process as one). CPU scalars that CUDA takes go along as meta scalars.
+
+    A copy from meta to the CPU gives a CPU tensor whose values are unknown, as is everything
+    computed from it: reading one of its values (`int()`, `.item()`, `if`) stops the call, which
+    is then not judged, rather than steering the code with made-up numbers.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.unknown = WeakIdKeyDictionary()  # CPU tensors whose values came from meta
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in _TO_CPU:  # CUDA would copy values to the CPU: meta tensors have none
-            src = args[1] if func is _aten.copy_.default else args[0]
-            if src.device.type == PROBE and _to_cpu(func, args, kwargs):
-                return args[0] if func is _aten.copy_.default else torch.zeros(
-                    src.shape, dtype=kwargs.get("dtype") or src.dtype)
-        tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
-        if func not in CROSS_DEVICE and any(t.device.type == PROBE for t in tensors):
-            stray = next((t for t in tensors if t.device.type == "cpu" and t.dim() > 0), None)
+        flat, spec = tree_flatten((args, kwargs))
+        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+        if func is _aten._local_scalar_dense.default and args[0] in self.unknown:
+            raise NotImplementedError(VALUES_UNKNOWN)
+        if any(t.device.type == PROBE for t in tensors):
+            out = self._copied_to_cpu(func, args, kwargs)
+            if out is not None:
+                return out
+            stray = _stray(func, args, tensors)
             if stray is not None:
                 name = func.overloadpacket.__name__
                 dtype = str(stray.dtype).removeprefix("torch.")
@@ -76,7 +106,31 @@ class DeviceProbe(TorchDispatchMode):
                     f"{MIXED}, but found at least two devices, {PROBE} and cpu! (torch's "
                     f"{name} was given {'an' if dtype[0] in 'aeiou' else 'a'} {dtype} tensor "
                     f"of shape {_shape(stray)} on the CPU)")
-        return func(*args, **kwargs)
+            if func not in CROSS_DEVICE and func is not INDEX and func not in INDEX_PUT:
+                # CPU scalars go along, as in CUDA (meta's own kernels refuse some of them)
+                args, kwargs = spec.unflatten(
+                    [t.to(PROBE) if _on_cpu(t, scalars_too=True) and t.dim() == 0 else t
+                     for t in flat])
+        out = func(*args, **kwargs)
+        if any(t in self.unknown for t in tensors):
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor) and t.device.type == "cpu":
+                    self.unknown[t] = True
+        return out
+
+    def _copied_to_cpu(self, func, args, kwargs):
+        """CUDA copies values to the CPU where meta has none: `cpu_tensor[...] = x` keeps the
+        CPU tensor (its values now unknown), `x.cpu()` gives one of unknown values."""
+        if func is _aten.copy_.default and args[0].device.type == "cpu":
+            self.unknown[args[0]] = True
+            return args[0]
+        if func is _aten._to_copy.default and args[0].device.type == PROBE:
+            device = kwargs.get("device")
+            if device is not None and torch.device(device).type == "cpu":
+                out = torch.zeros(args[0].shape, dtype=kwargs.get("dtype") or args[0].dtype)
+                self.unknown[out] = True
+                return out
+        return None
 
 
 def _on_probe(value) -> bool:

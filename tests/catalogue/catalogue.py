@@ -316,6 +316,34 @@ MISTAKES = [
       "                logits = self.step(next_id, idx.size(1) - 1, caches)",
       "                for t in range(idx.size(1)):  # the whole sequence again\n"
       "                    logits = self.step(idx[:, t:t + 1], t, caches)", "kv_recomputes_past"),
+    # Device slips found by probing (each checked on an H100: test_device_check_gpu.py)
+    m("sdpa_scale_as_cpu_vector", SA, "sdpa", SCALE,
+      "q @ k.transpose(-2, -1) * torch.tensor([1 / math.sqrt(d)])", "stray_cpu_tensor"),
+    m("mha_default_mask_on_cpu", SA, "mha", "        if mask is not None and mask.dim() == 3:",
+      "        full = torch.ones(L, key.size(1), dtype=torch.bool)  # every key allowed\n"
+      "        mask = full if mask is None else mask & full\n"
+      "        if mask.dim() == 3:", "stray_cpu_tensor"),
+    m("online_clamp_to_cpu_scalar", EA, "online_softmax",
+      'm = torch.full((*x.shape[:-1], 1), float("-inf"), dtype=x.dtype, device=x.device)\n'
+      "    l = torch.zeros_like(m)\n    for start in range(0, x.size(-1), block):\n"
+      "        xb = x[..., start:start + block]  # (..., b): one block of columns\n"
+      "        m_new = torch.maximum(m, xb.amax(dim=-1, keepdim=True))",
+      'm = torch.tensor(float("-inf"), dtype=x.dtype)  # on the CPU\n'
+      "    l = torch.zeros_like(m)\n    for start in range(0, x.size(-1), block):\n"
+      "        xb = x[..., start:start + block]  # (..., b): one block of columns\n"
+      "        m_new = xb.amax(dim=-1, keepdim=True).clamp(min=m)", "stray_cpu_tensor"),
+    m("tiled_fill_values_on_cpu", EA, "tiled_attention",
+      's = s.masked_fill(~may_attend, float("-inf"))',
+      "r, c = torch.triu_indices(i1 - i0, j1 - j0, i0 - j0 + 1, device=q.device)\n"
+      '                s[..., r, c] = torch.full((r.numel(),), float("-inf"), dtype=s.dtype)',
+      "stray_cpu_tensor"),
+    m("tiled_correction_moved_to_cpu", EA, "tiled_attention", "correction = torch.exp(m - m_new)",
+      "correction = torch.exp(m - m_new).cpu()", "stray_cpu_tensor"),
+    m("ln_eps_as_cpu_vector", TF, "layernorm", "torch.sqrt(var + self.eps)",
+      "torch.sqrt(var + torch.tensor([self.eps]))", "stray_cpu_tensor"),
+    m("block_result_on_cpu", TF, "block", "        return x",
+      "        out = torch.zeros(x.shape)  # a fresh result tensor\n        out += x\n"
+      "        return out", "stray_cpu_tensor"),
     # Found by probing with new slips: each was once blamed on a wrong cause
     m("mask_after_softmax_renormalised", RNN, "additive_attention",
       'if mask is not None:\n            scores = scores.masked_fill(~mask, float("-inf"))\n'

@@ -433,3 +433,51 @@ CODE_FORMS = [
     out[:, T] = torch.argmax(logits[:, -1], dim=1)
     return out''', None),
 ]
+
+# Tensors created or moved in ways a GPU runs (each checked on an H100 against the device check,
+# tests/catalogue/test_device_check_gpu.py): CPU scalars, CPU indices, a round trip through the
+# CPU, a value read back from the CPU for a loop bound (not judged on meta: it has no values)
+TILE_MASK = ('''                rows = torch.arange(i0, i1, device=q.device)[:, None]
+                cols = torch.arange(j0, j1, device=q.device)[None, :]
+                may_attend = cols <= rows  # True = may attend, the course's convention
+                s = s.masked_fill(~may_attend, float("-inf"))''')
+ONLINE_INIT = ('    m = torch.full((*x.shape[:-1], 1), float("-inf"), dtype=x.dtype, '
+               'device=x.device)\n    l = torch.zeros_like(m)')
+CPU_SCALAR_INIT = ('    m = torch.tensor(float("-inf"), dtype=x.dtype)  # 0-dim, on the CPU\n'
+                   "    l = torch.tensor(0.0, dtype=x.dtype)")
+DEVICE_FORMS = [
+    m("form_sa_sdpa_cpu_scalar_scale", SA, "sdpa", "/ math.sqrt(d)", "/ torch.tensor(d).sqrt()",
+      None),
+    m("form_sa_sdpa_cpu_round_trip", SA, "sdpa", "att = torch.softmax(scores, dim=-1)",
+      "att = torch.softmax(scores.cpu(), dim=-1).to(scores.device)", None),
+    m("form_sa_mha_fill_cpu_scalar", SA, "mha",
+      "        y, att = scaled_dot_product_attention(q, k, v, mask)  # (B, n_head, L, d_head)",
+      '''        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.tensor(float("-inf")))
+        att = torch.softmax(scores, dim=-1)
+        y = att @ v  # (B, n_head, L, d_head)''', None),
+    m("form_ea_online_cpu_scalar_start", EA, "online_softmax", ONLINE_INIT, CPU_SCALAR_INIT,
+      None),
+    m("form_ea_online_loop_bound_from_cpu", EA, "online_softmax",
+      ONLINE_INIT + "\n    for start in range(0, x.size(-1), block):",
+      CPU_SCALAR_INIT + "\n    n = int(torch.tensor(x.size(-1), device=x.device).cpu())\n"
+      "    for start in range(0, n, block):", None),
+    m("form_ea_tiled_cpu_bool_index", EA, "tiled_attention", TILE_MASK,
+      '''                rows = torch.arange(i0, i1)[:, None]  # CPU: only used as an index
+                cols = torch.arange(j0, j1)[None, :]
+                s[..., cols > rows] = float("-inf")''', None),
+    m("form_ea_tiled_triu_indices", EA, "tiled_attention", TILE_MASK,
+      '''                r, c = torch.triu_indices(i1 - i0, j1 - j0, offset=i0 - j0 + 1)
+                s[..., r, c] = float("-inf")''', None),
+    m("form_tf_ln_eps_type_as", TF, "layernorm",
+      "(x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias",
+      "(x - mean) / torch.sqrt(var + torch.full((1,), self.eps).type_as(var))"
+      " * self.weight + self.bias", None),
+    m("form_tf_decoder_cpu_index", TF, "decoder",
+      "positions = torch.arange(idx.size(1), device=idx.device)  # (T,)\n"
+      "        x = self.tok_emb(idx) + self.pos_emb(positions)",
+      "positions = torch.arange(idx.size(1))  # CPU: only used as an index\n"
+      "        x = self.tok_emb(idx) + self.pos_emb.weight[positions]", None),
+]
+CODE_FORMS += DEVICE_FORMS

@@ -16,7 +16,7 @@ import torch
 
 import solutions
 from grader.checks import CheckFailure
-from grader.checks.devices import DeviceProbe, expect_follows_device
+from grader.checks.devices import MIXED, DeviceProbe, expect_follows_device
 from grader.checks.reference import run_student
 from solutions import efficient
 
@@ -34,21 +34,43 @@ def _written_to_cpu(x):
     return out
 
 
+def _cpu_loop_bound(x):
+    n = int(x.new_tensor(x.size(-1)).cpu())  # a value read back from the CPU: 5 on a GPU
+    return sum(x[:, i] for i in range(n))
+
+
+def _index_put(x, values):
+    s = x.clone()
+    s[:, torch.tensor([0, 2])] = values  # CPU indices
+    return s
+
+
+# name: (what CUDA does, the code[, what the probe says instead: "not judged" where it reads
+# values it does not have])
 SNIPPETS = {
     # what CUDA runs
     "divide by a 0-d CPU tensor": ("ok", lambda x, i, emb: x / torch.tensor(2.0)),
     "where with a 0-d CPU tensor": ("ok", lambda x, i, emb: torch.where(
         x > 0, x, torch.tensor(0.0))),
     "sqrt of a 0-d CPU tensor": ("ok", lambda x, i, emb: x / torch.sqrt(torch.tensor(5.0))),
+    "masked_fill with a 0-d CPU value": ("ok", lambda x, i, emb: x.masked_fill(
+        x > 0, torch.tensor(-math.inf))),
     "index with CPU indices": ("ok", lambda x, i, emb: x[torch.arange(2)]),
     "index with a CPU boolean mask": ("ok", lambda x, i, emb: x[torch.tensor([True, False, True])]),
+    "write through CPU indices": ("ok", lambda x, i, emb: _index_put(x, x.new_zeros(3, 2))),
+    "write one CPU value through indices": ("ok", lambda x, i, emb: _index_put(
+        x, torch.tensor([1.0]))),
     "copy a CPU tensor in": ("ok", lambda x, i, emb: _filled(x)),
+    "compare sizes with a CPU tensor": ("ok", lambda x, i, emb: x * x.is_same_size(
+        torch.zeros(3, 5))),
     "mask on the device": ("ok", lambda x, i, emb: x.masked_fill(
         ~torch.ones(3, 5, dtype=torch.bool, device=x.device).tril(), -math.inf)),
     "like and new_": ("ok", lambda x, i, emb: x + torch.zeros_like(x) + x.new_ones(5)),
     "embedding of ids on the device": ("ok", lambda x, i, emb: emb(i)),
     "positions on the device": ("ok", lambda x, i, emb: emb(torch.arange(3, device=i.device))),
     "finfo fill": ("ok", lambda x, i, emb: x.masked_fill(x > 0, torch.finfo(x.dtype).min)),
+    "loop bound read back from the CPU": ("ok", lambda x, i, emb: _cpu_loop_bound(x),
+                                          "not judged"),
     # what CUDA refuses
     "add a CPU tensor": ("mixes", lambda x, i, emb: x + torch.zeros(3, 5)),
     "matmul with a CPU tensor": ("mixes", lambda x, i, emb: x @ torch.ones(5, 2)),
@@ -56,6 +78,15 @@ SNIPPETS = {
         torch.full((3, 1), -math.inf), x.amax(-1, keepdim=True))),
     "mask built on the CPU": ("mixes", lambda x, i, emb: x.masked_fill(
         ~torch.ones(3, 5, dtype=torch.bool).tril(), -math.inf)),
+    "a 0-d CPU mask": ("mixes", lambda x, i, emb: x.masked_fill(torch.tensor(True), 0.0)),
+    "clamp to a 0-d CPU bound": ("mixes", lambda x, i, emb: x.clamp(min=torch.tensor(0.0))),
+    "stack with a 0-d CPU tensor": ("mixes", lambda x, i, emb: torch.stack(
+        [x.sum(), torch.tensor(1.0)])),
+    "einsum with a 0-d CPU tensor": ("mixes", lambda x, i, emb: torch.einsum(
+        "ij,->ij", x, torch.tensor(2.0))),
+    "write CPU values through indices": ("mixes", lambda x, i, emb: _index_put(
+        x, torch.zeros(3, 2))),
+    "a CPU tensor indexed on the device": ("mixes", lambda x, i, emb: torch.ones(5)[i]),
     "positions built on the CPU": ("mixes", lambda x, i, emb: emb(torch.arange(3))),
     "concatenate a CPU tensor": ("mixes", lambda x, i, emb: torch.cat([x, torch.zeros(1, 5)])),
     "index_select with CPU indices": ("mixes", lambda x, i, emb: x.index_select(
@@ -78,17 +109,20 @@ def verdict(fn, device: str) -> str:
     try:
         with DeviceProbe() if device == "meta" else torch.no_grad():
             out = fn(x, i, emb)
-    except RuntimeError as e:
-        # the probe says what CUDA says of most operations ("Expected all tensors to be on the
-        # same device, ..."); CUDA's masked_fill: "expected self and mask to be on the same device"
+    except (RuntimeError, NotImplementedError) as e:
+        if device == "meta":  # the probe's words: expect_follows_device judges nothing else
+            return "mixes" if MIXED in str(e) else "not judged"
+        # CUDA's: "Expected all tensors to be on the same device" from most operations,
+        # "expected self and mask to be on the same device" from masked_fill, "indices should
+        # be either on cpu or on the same device as the indexed tensor" from indexing
         return "mixes" if "same device" in str(e) else f"error: {e}"
     return "cpu" if out.device.type == "cpu" else "ok"
 
 
 @pytest.mark.parametrize("name", SNIPPETS)
 def test_probe_gives_the_gpu_verdict(name):
-    expected, fn = SNIPPETS[name]
-    assert verdict(fn, "meta") == expected
+    on_gpu, fn, *on_probe = SNIPPETS[name]
+    assert verdict(fn, "meta") == (on_probe[0] if on_probe else on_gpu)
 
 
 @pytest.mark.cuda
@@ -96,8 +130,8 @@ def test_probe_gives_the_gpu_verdict(name):
 def test_cuda_gives_the_verdict(name):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    expected, fn = SNIPPETS[name]
-    assert verdict(fn, "cuda") == expected
+    on_gpu, fn, *_ = SNIPPETS[name]
+    assert verdict(fn, "cuda") == on_gpu
 
 
 # --- expect_follows_device ---------------------------------------------------------------
