@@ -23,6 +23,7 @@ from grader.checks.devices import MIXED, DeviceProbe
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.slow  # a notebook's code run per case: `make test` keeps it, test-fast not
 SKIP_CELLS = {"train", "measure_memory", "measure_skipping", "mask_convention_check"}
 
 
