@@ -25,6 +25,12 @@ SOFTMAX = [
     (torch.Tensor, "softmax", "Tensor.softmax"),
     (torch.special, "softmax", "torch.special.softmax"),
     (torch.nn.Softmax, "forward", "nn.Softmax"),
+    # log_softmax(x).exp() is the same softmax by another door
+    (torch, "log_softmax", "torch.log_softmax"),
+    (F, "log_softmax", "F.log_softmax"),
+    (torch.Tensor, "log_softmax", "Tensor.log_softmax"),
+    (torch.special, "log_softmax", "torch.special.log_softmax"),
+    (torch.nn.LogSoftmax, "forward", "nn.LogSoftmax"),
 ]
 LAYER_NORM = [
     (F, "layer_norm", "F.layer_norm"),

@@ -60,6 +60,10 @@ MISTAKES = [
       "scores.exp() / scores.exp().sum(dim=-1, keepdim=True)", "softmax_no_max"),
     m("returned_scores", SA, "sdpa", "return att @ v, att", "return att @ v, scores",
       "returned_scores"),
+    # float32 arithmetic inside float64 grading: right to float32's tolerance only (the message
+    # says so); one constant rounded to float32 passes (forms.py), a float32 softmax does not
+    m("sdpa_softmax_in_float32", SA, "sdpa", SOFTMAX,
+      "torch.softmax(scores, dim=-1, dtype=torch.float32).to(scores.dtype)", None),
     m("mask_after_softmax", SA, "sdpa",
       f"    if mask is not None:\n        scores = {FILL}\n    att = {SOFTMAX}",
       f"    att = {SOFTMAX}\n    if mask is not None:\n        att = att.masked_fill(~mask, 0.0)",
@@ -117,6 +121,10 @@ MISTAKES = [
       "pos = torch.arange(T, dtype=torch.float32)", "stray_cpu_tensor"),
     # --- soft_select: softmax
     m("softmax_overflow", SS, "softmax", SS_MAX, "z = x", "softmax_no_max"),
+    m("softmax_via_log_softmax", SS, "softmax",
+      "    z = x - x.amax(dim=dim, keepdim=True)  # the largest entry becomes 0\n"
+      "    e = torch.exp(z)\n    return e / e.sum(dim=dim, keepdim=True)",
+      "    return torch.log_softmax(x, dim=dim).exp()  # the built-in, by another door", None),
     m("softmax_min", SS, "softmax", "x.amax(", "x.amin(", "softmax_min"),
     m("softmax_global_max", SS, "softmax", SS_MAX, "z = x - x.max()", "softmax_global_max"),
     m("softmax_ignores_dim", SS, "softmax",

@@ -40,6 +40,21 @@ def test_expect_close_reports_largest_error_and_where():
     expect_close(expected + 1e-12, expected, "x")  # within tolerance
 
 
+def test_float64_holds_a_float32_constant_and_says_when_only_float32_precision_is_met():
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(4, 8, generator=g, dtype=torch.float64), torch.randn(6, 8, generator=g,
+                                                                               dtype=torch.float64)
+    expected = torch.softmax(q @ k.T / math.sqrt(8), dim=-1)
+    one_constant = torch.softmax(q @ k.T / torch.tensor(8).sqrt(), dim=-1)  # sqrt in float32
+    expect_close(one_constant, expected, "weights")  # passes: one constant rounded to float32
+    in_float32 = expected.float().double() * (1 + 3e-6)  # float32-sized errors everywhere
+    with pytest.raises(CheckFailure, match="to float32's tolerance"):
+        expect_close(in_float32, expected, "weights")
+    with pytest.raises(CheckFailure) as gross:
+        expect_close(expected + 0.1, expected, "weights")
+    assert "float32's tolerance" not in str(gross.value)
+
+
 @pytest.mark.parametrize("actual, message", [
     (torch.zeros(3, 2, dtype=torch.float64), r"shape \(3, 2\), expected \(2, 3\)"),
     (torch.zeros(2, 3, dtype=torch.float32), "dtype torch.float32"),
