@@ -66,9 +66,10 @@ def _stray(func, args, tensors):
     if func is INDEX:  # a CPU tensor indexed with indices on the device
         return args[0] if _on_cpu(args[0]) else None
     if func in INDEX_PUT:  # a CPU tensor written to, or more than one value from the CPU
-        values = args[2]
-        return next((t for t in (args[0], values) if _on_cpu(t, scalars_too=True)
-                     and (t is args[0] or t.numel() > 1)), None)
+        target, values = args[0], args[2]
+        if _on_cpu(target, scalars_too=True):
+            return target
+        return values if _on_cpu(values, scalars_too=True) and values.numel() > 1 else None
     if func in MASKS and _on_cpu(args[1], scalars_too=True):
         return args[1]
     return next((t for t in tensors if _on_cpu(t, scalars_too=func in NO_CPU_SCALARS)), None)

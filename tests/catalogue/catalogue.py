@@ -8,6 +8,7 @@ wrong cause, and that at least 90% of them name the right one. FORMS are correct
 every form the text allows; they must earn full marks (forms.py: the code exercises' forms).
 """
 
+import re
 from dataclasses import dataclass
 
 from grader.demo.sample_class import Edit
@@ -23,6 +24,11 @@ class Mistake:
 
 def m(id, assignment, cell, old, new, cause):
     return Mistake(id, assignment, Edit(cell, old, new), cause)
+
+
+def no_device(id, assignment, cell, old):
+    """The slip of leaving `device=` out of `old`: the tensor is made on the CPU."""
+    return m(id, assignment, cell, old, re.sub(r", device=[\w.]+", "", old), "stray_cpu_tensor")
 
 
 SA, SS, BH, RNN, TF = "self_attention", "soft_select", "by_hand", "rnn_attention", "transformer"
@@ -114,11 +120,10 @@ MISTAKES = [
     m("pe_multiplied", SA, "positional_encoding", "pos / 10000 ** (two_i / d_model)",
       "pos * 10000 ** (two_i / d_model)", "pe_multiplied"),
     m("pe_base_1000", SA, "positional_encoding", "10000 **", "1000 **", "pe_base"),
-    m("pe_device_ignored", SA, "positional_encoding", "pe = torch.zeros(T, d_model, device=device)",
-      "pe = torch.zeros(T, d_model)", "stray_cpu_tensor"),
-    m("pe_positions_on_cpu", SA, "positional_encoding",
-      "pos = torch.arange(T, dtype=torch.float32, device=device)",
-      "pos = torch.arange(T, dtype=torch.float32)", "stray_cpu_tensor"),
+    no_device("pe_device_ignored", SA, "positional_encoding",
+              "pe = torch.zeros(T, d_model, device=device)"),
+    no_device("pe_positions_on_cpu", SA, "positional_encoding",
+              "pos = torch.arange(T, dtype=torch.float32, device=device)"),
     # --- soft_select: softmax
     m("softmax_overflow", SS, "softmax", SS_MAX, "z = x", "softmax_no_max"),
     m("softmax_via_log_softmax", SS, "softmax",
@@ -262,8 +267,7 @@ MISTAKES = [
       "            x = x + self.mlp(self.norm1(x))", "norms_swapped"),
     m("no_positions", TF, "decoder", "x = self.tok_emb(idx) + self.pos_emb(positions)",
       "x = self.tok_emb(idx)", "no_positions"),
-    m("positions_on_cpu", TF, "decoder", "torch.arange(idx.size(1), device=idx.device)",
-      "torch.arange(idx.size(1))", "stray_cpu_tensor"),
+    no_device("positions_on_cpu", TF, "decoder", "torch.arange(idx.size(1), device=idx.device)"),
     m("no_final_norm", TF, "decoder", "self.lm_head(self.ln_f(x))", "self.lm_head(x)",
       "no_final_norm"),
     m("greedy_first_position", TF, "greedy", "logits[:, -1]", "logits[:, 0]",
@@ -284,8 +288,7 @@ MISTAKES = [
       f"{ONLINE_L}\n        m = m_new\n    return torch.exp(x - m) / l, m, l",
       "l = l + torch.exp(xb).sum(dim=-1, keepdim=True)\n        m = m_new\n"
       "    return torch.exp(x) / l, m, l", "softmax_no_max"),
-    m("online_max_on_cpu", EA, "online_softmax", "dtype=x.dtype, device=x.device)",
-      "dtype=x.dtype)", "stray_cpu_tensor"),
+    no_device("online_max_on_cpu", EA, "online_softmax", "dtype=x.dtype, device=x.device)"),
     # --- efficient_attention: tiled attention, its memory, causal tiles
     m("tiled_output_not_rescaled", EA, "tiled_attention", "o = o * correction + p @ v",
       "o = o + p @ v", "tiled_output_not_rescaled"),
@@ -302,17 +305,13 @@ MISTAKES = [
       "last = min(S, i0) if is_causal", "causal_diagonal_tiles_skipped"),
     m("causal_crossing_tile_unmasked", EA, "tiled_attention", "if is_causal and j1 - 1 > i0:",
       "if is_causal and j0 > i0:", "causal_tile_not_masked"),
-    m("tiled_accumulator_on_cpu", EA, "tiled_attention",
-      "o = torch.zeros(*qi.shape[:-1], v.size(-1), dtype=q.dtype, device=q.device)",
-      "o = torch.zeros(*qi.shape[:-1], v.size(-1), dtype=q.dtype)", "stray_cpu_tensor"),
-    m("tiled_output_on_cpu", EA, "tiled_attention",
-      "out = torch.empty(*q.shape[:-1], v.size(-1), dtype=q.dtype, device=q.device)",
-      "out = torch.empty(*q.shape[:-1], v.size(-1), dtype=q.dtype)", "stray_cpu_tensor"),
-    m("causal_tile_mask_on_cpu", EA, "tiled_attention",
-      "rows = torch.arange(i0, i1, device=q.device)[:, None]\n"
-      "                cols = torch.arange(j0, j1, device=q.device)[None, :]",
-      "rows = torch.arange(i0, i1)[:, None]\n                cols = torch.arange(j0, j1)[None, :]",
-      "stray_cpu_tensor"),
+    no_device("tiled_accumulator_on_cpu", EA, "tiled_attention",
+              "o = torch.zeros(*qi.shape[:-1], v.size(-1), dtype=q.dtype, device=q.device)"),
+    no_device("tiled_output_on_cpu", EA, "tiled_attention",
+              "out = torch.empty(*q.shape[:-1], v.size(-1), dtype=q.dtype, device=q.device)"),
+    no_device("causal_tile_mask_on_cpu", EA, "tiled_attention",
+              "rows = torch.arange(i0, i1, device=q.device)[:, None]\n"
+              "                cols = torch.arange(j0, j1, device=q.device)[None, :]"),
     # --- efficient_attention: the KV cache
     m("kv_cache_overwritten", EA, "kv_cache", "        if self.k is not None:",
       "        if False:", "kv_cache_overwritten"),
