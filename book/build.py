@@ -1,9 +1,9 @@
 """`make site`: the self-study site, executed lectures and worked solutions, in build/site/.
 
 1. Every lecture is executed headless with the lecture checks (`lectures.toolkit.execute`: each
-   figure has a title and labelled axes). An executed copy in build/lectures/ (what
-   `make lectures` writes, and the test suite once per run) is reused while it is newer than
-   the notebook and the code it runs.
+   figure has a title and labelled axes), one per core at a time. An executed copy in
+   build/lectures/ (what `make lectures` writes, and the test suite once per run) is reused
+   while it is newer than the notebook and the code it runs.
 2. Every source assignment (solutions, model answers, visible and hidden tests) is executed in
    its own folder; copies are kept in build/site-cache/ on the same terms.
 3. book/ (the Jupyter Book configuration and the contents page) and those notebooks are staged
@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -58,25 +59,58 @@ def _fresh(executed: Path, source: Path, code: list[Path]) -> bool:
     return executed.stat().st_mtime > max(source.stat().st_mtime, newest)
 
 
-def execute_lecture(path: Path) -> Path:
-    from lectures.toolkit.execute import execute_to
+def execute_lectures(paths: list[Path]) -> list[Path]:
+    """The executed copy of each lecture: reused while up to date, executed otherwise (several
+    at once, `in_lanes`). The first lecture that fails stops the build."""
+    from lectures.toolkit.execute import execute_to, in_lanes
 
-    out = EXECUTED_LECTURES / path.name
-    if _fresh(out, path, LECTURE_CODE):
-        print(f"  {path.name}: up to date in {out.parent.relative_to(REPO)}/")
-        return out
-    _, seconds = execute_to(path, EXECUTED_LECTURES)  # as `make lectures` writes it
-    print(f"  {path.name}: executed in {seconds:.0f} s")
-    return out
+    stale = [p for p in paths if not _up_to_date(EXECUTED_LECTURES / p.name, p, LECTURE_CODE)]
+    runs = in_lanes(partial(execute_to, out=EXECUTED_LECTURES), stale,  # as `make lectures`
+                    done=_lecture_done)
+    _raise_first(runs)
+    return [EXECUTED_LECTURES / p.name for p in paths]
 
 
-def execute_solution(path: Path) -> Path:
+def execute_solutions(paths: list[Path]) -> list[Path]:
+    """The executed copy of each source assignment, on the same terms as the lectures'."""
+    from lectures.toolkit.execute import in_lanes
+
+    stale = [p for p in paths if not _up_to_date(EXECUTED_SOLUTIONS / p.name, p, SOLUTION_CODE)]
+    runs = in_lanes(execute_solution, stale, done=_say_done)
+    _raise_first(runs)
+    return [EXECUTED_SOLUTIONS / p.name for p in paths]
+
+
+def _up_to_date(out: Path, source: Path, code: list[Path]) -> bool:
+    if _fresh(out, source, code):
+        print(f"  {source.name}: up to date in {out.parent.relative_to(REPO)}/")
+        return True
+    return False
+
+
+def _lecture_done(path: Path, run: tuple | None, error: BaseException | None) -> None:
+    _say_done(path, run[1] if run else None, error)  # run: (executed notebook, seconds)
+
+
+def _say_done(path: Path, seconds: float | None, error: BaseException | None) -> None:
+    # the site tests read these lines to count what the build executed again
+    if error is None:
+        print(f"  {path.name}: executed in {seconds:.0f} s", flush=True)
+    else:
+        print(f"  {path.name}: failed", flush=True)
+
+
+def _raise_first(runs: dict) -> None:
+    for _, error in runs.values():
+        if error is not None:
+            raise error
+
+
+def execute_solution(path: Path) -> float:
+    """Execute a source assignment in its own folder into build/site-cache/; the seconds."""
     from nbclient import NotebookClient
 
     out = EXECUTED_SOLUTIONS / path.name
-    if _fresh(out, path, SOLUTION_CODE):
-        print(f"  {path.name}: up to date in {out.parent.relative_to(REPO)}/")
-        return out
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
@@ -84,8 +118,7 @@ def execute_solution(path: Path) -> Path:
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     out.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out)
-    print(f"  {path.name}: executed in {time.perf_counter() - start:.0f} s")
-    return out
+    return time.perf_counter() - start
 
 
 def stage(lecture_files: list[Path], solution_files: list[Path], to: Path = STAGE) -> Path:
@@ -116,10 +149,10 @@ def sphinx(source: Path, out: Path = SITE, work: Path = BUILD / "site-build") ->
 def build(execute: bool = True) -> Path:
     start = time.perf_counter()
     if execute:
-        print("Executing the lectures (with the figure checks):")
-        lecture_files = [execute_lecture(p) for p in lectures()]
-        print("Executing the worked solutions:")
-        solution_files = [execute_solution(p) for p in assignments()]
+        print("Executing the lectures (with the figure checks):", flush=True)
+        lecture_files = execute_lectures(lectures())
+        print("Executing the worked solutions:", flush=True)
+        solution_files = execute_solutions(assignments())
     else:
         lecture_files = [EXECUTED_LECTURES / p.name for p in lectures()]
         solution_files = [EXECUTED_SOLUTIONS / p.name for p in assignments()]

@@ -1,9 +1,10 @@
 """Session-wide fixtures: the repository, and the two expensive things several suites need.
 
 - `executed_lectures`: each lecture executed once per test run (with the figure checks) into
-  build/lectures/, exactly as `make lectures` writes it. tests/lectures checks each run (budget,
-  errors) and tests/site builds the site from these copies, which book/build.py reuses because
-  they are newer than the notebooks and their code.
+  build/lectures/, exactly as `make lectures` writes it; every lecture the run needs is executed
+  at the first request, one per core at a time (tests/executed.py). tests/lectures checks each
+  run (budget, errors) and tests/site builds the site from these copies, which book/build.py
+  reuses because they are newer than the notebooks and their code.
 - `sample_classes`: `make demo` once per test run (every assignment's sample class released,
   autograded, with feedback, reports and grades.csv), in a folder of its own below build/tests/
   (JupyterLab, in the browser tests, can only serve what is below the repository). Tests read it;
@@ -26,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.executed import ExecutedLectures, lectures_wanted
+
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
 
@@ -37,6 +40,7 @@ class RunLog:
     """How often this test process executed each lecture and autograded each assignment."""
 
     lectures: Counter = field(default_factory=Counter)  # by the fixture
+    lecture_seconds: dict = field(default_factory=dict)  # each execution's, by the fixture
     site_lectures: Counter = field(default_factory=Counter)  # by book/build.py (not reused)
     gradings: Counter = field(default_factory=Counter)  # autograde() calls, by assignment
     notebooks: Counter = field(default_factory=Counter)  # submissions executed, by assignment
@@ -46,6 +50,9 @@ class RunLog:
             return ", ".join(f"{k} x{n}" for k, n in sorted(counter.items())) or "none"
 
         lines = [f"lectures executed: {sum(self.lectures.values())} ({show(self.lectures)})"]
+        if self.lecture_seconds:
+            lines.append("seconds each (side by side, one per core): " + ", ".join(
+                f"{k} {s:.0f}" for k, s in sorted(self.lecture_seconds.items())))
         if self.site_lectures:
             lines.append(f"lectures executed again by the site build: {show(self.site_lectures)}")
         lines.append(f"autograde runs in this process: {sum(self.gradings.values())} "
@@ -99,39 +106,10 @@ def run_log() -> RunLog:
     return RUNS
 
 
-class ExecutedLectures:
-    """lecture path -> (executed notebook, seconds); each lecture runs at most once a session.
-
-    A lecture that fails keeps failing for every test that asks for it (its error is raised
-    again), and its copy in build/lectures/ is removed, so no later build reuses an old one.
-    """
-
-    def __init__(self, out: Path):
-        self.out = out
-        self._runs: dict[Path, tuple] = {}
-
-    def __call__(self, path: Path):
-        from lectures.toolkit.execute import execute_to
-
-        path = Path(path).resolve()
-        if path not in self._runs:
-            RUNS.lectures[path.stem] += 1
-            try:
-                self._runs[path] = execute_to(path, self.out), None  # as `make lectures`
-            except BaseException as e:
-                (self.out / path.name).unlink(missing_ok=True)
-                self._runs[path] = None, e
-                if not isinstance(e, Exception):  # KeyboardInterrupt and the like
-                    raise
-        run, error = self._runs[path]
-        if error is not None:
-            raise error
-        return run
-
-
 @pytest.fixture(scope="session")
-def executed_lectures() -> ExecutedLectures:
-    return ExecutedLectures(EXECUTED_LECTURES)
+def executed_lectures(request) -> ExecutedLectures:
+    return ExecutedLectures(EXECUTED_LECTURES, lectures_wanted(request.session.items),
+                            RUNS.lectures, RUNS.lecture_seconds)
 
 
 @dataclass

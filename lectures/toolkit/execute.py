@@ -3,7 +3,8 @@
 `make lectures` runs `python -m toolkit.execute` (from lectures/) to write executed copies and
 HTML under build/lectures/ (`execute_to`). `make site` (book/build.py) reuses those copies while
 they are up to date, and the test suite writes them once per run (tests/conftest.py) for
-tests/lectures to check and tests/site to build from.
+tests/lectures to check and tests/site to build from. Each lecture holds PyTorch to one thread,
+so `in_lanes` executes several at once, one per core, each in a process of its own.
 
 While a notebook runs, every figure that is drawn is checked: it must have a title (its own or
 the figure's) and each visible plot must label both axes. The checks are injected as extra cells
@@ -12,10 +13,14 @@ in memory; the stored notebook is not changed.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -106,11 +111,53 @@ def execute_to(path: Path, out: Path, timeout: int = CELL_TIMEOUT):
     return nb, seconds
 
 
+def lanes() -> int:
+    """How many notebooks to execute at once: one per core this process may run on."""
+    return max(1, len(os.sched_getaffinity(0)))
+
+
+def in_lanes(work: Callable[[Path], object], paths: Iterable[Path], n: int | None = None,
+             done: Callable[[Path, object, BaseException | None], None] | None = None) -> dict:
+    """`work(path)` for each path, `n` at a time (`lanes()` by default), each in a fresh
+    process (a kernel's client is not shared between threads). Returns {path: (value, None)}
+    or {path: (None, the error)}: one failing notebook does not stop the others. `done` is
+    called as each finishes, in the order they finish."""
+    paths = list(paths)
+    n = min(n or lanes(), len(paths))
+    results = {}
+
+    def finish(path, value, error):
+        results[path] = value, error
+        if done:
+            done(path, value, error)
+
+    if n <= 1:
+        for path in paths:
+            try:
+                finish(path, work(path), None)
+            except Exception as e:
+                finish(path, None, e)
+        return results
+    spawn = multiprocessing.get_context("spawn")  # a clean interpreter, not a fork of this one
+    with ProcessPoolExecutor(n, mp_context=spawn) as pool:
+        futures = {pool.submit(work, path): path for path in paths}
+        for future in as_completed(futures):
+            error = future.exception()
+            finish(futures[future], None if error else future.result(), error)
+    return {path: results[path] for path in paths}
+
+
 def main(out: Path = LECTURES.parent / "build" / "lectures") -> int:
-    for path in sorted(LECTURES.glob("*.ipynb")):
-        _, seconds = execute_to(path, out)
-        print(f"{path.name}: executed in {seconds:.0f} s -> {out / path.stem}.html")
-    return 0
+    def report(path, run, error):
+        if error is None:
+            print(f"{path.name}: executed in {run[1]:.0f} s -> {out / path.stem}.html",
+                  flush=True)
+        else:
+            print(f"{path.name}: FAILED: {error}", flush=True)
+
+    results = in_lanes(partial(execute_to, out=out), sorted(LECTURES.glob("*.ipynb")),
+                       done=report)
+    return 1 if any(error for _, error in results.values()) else 0
 
 
 if __name__ == "__main__":
