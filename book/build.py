@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
 import nbformat
@@ -59,26 +58,17 @@ def _fresh(executed: Path, source: Path, code: list[Path]) -> bool:
     return executed.stat().st_mtime > max(source.stat().st_mtime, newest)
 
 
-def execute_lectures(paths: list[Path]) -> list[Path]:
-    """The executed copy of each lecture: reused while up to date, executed otherwise (several
-    at once, `in_lanes`). The first lecture that fails stops the build."""
-    from lectures.toolkit.execute import execute_to, in_lanes
-
-    stale = [p for p in paths if not _up_to_date(EXECUTED_LECTURES / p.name, p, LECTURE_CODE)]
-    runs = in_lanes(partial(execute_to, out=EXECUTED_LECTURES), stale,  # as `make lectures`
-                    done=_lecture_done)
-    _raise_first(runs)
-    return [EXECUTED_LECTURES / p.name for p in paths]
-
-
-def execute_solutions(paths: list[Path]) -> list[Path]:
-    """The executed copy of each source assignment, on the same terms as the lectures'."""
+def execute_stale(paths: list[Path], out: Path, code: list[Path], work) -> list[Path]:
+    """The executed copy in `out` of each notebook: reused while up to date, made by
+    `work(path)` (which returns its seconds) otherwise, several at once (`in_lanes`). The first
+    notebook that fails stops the build."""
     from lectures.toolkit.execute import in_lanes
 
-    stale = [p for p in paths if not _up_to_date(EXECUTED_SOLUTIONS / p.name, p, SOLUTION_CODE)]
-    runs = in_lanes(execute_solution, stale, done=_say_done)
-    _raise_first(runs)
-    return [EXECUTED_SOLUTIONS / p.name for p in paths]
+    stale = [p for p in paths if not _up_to_date(out / p.name, p, code)]
+    for _, error in in_lanes(work, stale, done=_say_done).values():
+        if error is not None:
+            raise error
+    return [out / p.name for p in paths]
 
 
 def _up_to_date(out: Path, source: Path, code: list[Path]) -> bool:
@@ -86,10 +76,6 @@ def _up_to_date(out: Path, source: Path, code: list[Path]) -> bool:
         print(f"  {source.name}: up to date in {out.parent.relative_to(REPO)}/")
         return True
     return False
-
-
-def _lecture_done(path: Path, run: tuple | None, error: BaseException | None) -> None:
-    _say_done(path, run[1] if run else None, error)  # run: (executed notebook, seconds)
 
 
 def _say_done(path: Path, seconds: float | None, error: BaseException | None) -> None:
@@ -100,10 +86,12 @@ def _say_done(path: Path, seconds: float | None, error: BaseException | None) ->
         print(f"  {path.name}: failed", flush=True)
 
 
-def _raise_first(runs: dict) -> None:
-    for _, error in runs.values():
-        if error is not None:
-            raise error
+def execute_lecture(path: Path) -> float:
+    """Execute a lecture with the figure checks into build/lectures/, as `make lectures`
+    writes it; the seconds."""
+    from lectures.toolkit.execute import execute_to
+
+    return execute_to(path, EXECUTED_LECTURES)[1]
 
 
 def execute_solution(path: Path) -> float:
@@ -150,9 +138,11 @@ def build(execute: bool = True) -> Path:
     start = time.perf_counter()
     if execute:
         print("Executing the lectures (with the figure checks):", flush=True)
-        lecture_files = execute_lectures(lectures())
+        lecture_files = execute_stale(lectures(), EXECUTED_LECTURES, LECTURE_CODE,
+                                      execute_lecture)
         print("Executing the worked solutions:", flush=True)
-        solution_files = execute_solutions(assignments())
+        solution_files = execute_stale(assignments(), EXECUTED_SOLUTIONS, SOLUTION_CODE,
+                                       execute_solution)
     else:
         lecture_files = [EXECUTED_LECTURES / p.name for p in lectures()]
         solution_files = [EXECUTED_SOLUTIONS / p.name for p in assignments()]
