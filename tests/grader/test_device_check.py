@@ -192,6 +192,39 @@ def test_a_call_naming_the_meta_device_is_watched():
     assert out.device.type == "cpu" and out.shape == (3, 4)
 
 
+def _pytree_verdict(value) -> bool:
+    """What the walk stands in for: every leaf of PyTorch's own flatten, looked at."""
+    from torch.utils._pytree import tree_flatten
+
+    return any(t.device.type == "meta" if isinstance(t, torch.Tensor) else
+               (isinstance(t, torch.device) and t.type == "meta") or t == "meta"
+               for t in tree_flatten(value)[0] if isinstance(t, (torch.Tensor, torch.device,
+                                                                   str)))
+
+
+def _containers(leaf):
+    """`leaf` inside every container a call's arguments can hold it in."""
+    import collections
+
+    pair = collections.namedtuple("pair", "a b")
+    return [leaf, (leaf,), [1, [2, (leaf,)]], {"x": {"y": leaf}}, pair(0, leaf),
+            collections.OrderedDict(k=leaf), collections.defaultdict(int, k=leaf),
+            collections.deque([leaf]), ([], {"k": [leaf]})]
+
+
+@pytest.mark.parametrize("leaf", [torch.ones(2, device="meta"), torch.ones(2), "meta", "cpu",
+                                  torch.device("meta"), torch.device("cpu"), 3, None],
+                         ids=["meta tensor", "cpu tensor", "'meta'", "'cpu'", "device meta",
+                              "device cpu", "int", "None"])
+def test_a_probe_call_is_seen_where_pytree_would_see_it(leaf):
+    from grader.checks.devices import _on_probe, probing
+
+    for value in _containers(leaf):
+        assert _on_probe(value) == _pytree_verdict(value), value
+        with probing(value, {}) as mode:
+            assert isinstance(mode, DeviceProbe) == _pytree_verdict(value)
+
+
 def test_the_inputs_stay_where_they_were():
     q, k, v = _qkv()
     expect_follows_device(efficient.tiled_attention, (q, k, v, 4, 4), "tiled_attention")

@@ -220,6 +220,51 @@ def test_a_remote_call_switches_the_builtins_off_where_the_students_code_runs(se
     assert forbidden.ACTIVE is None and F.scaled_dot_product_attention is ours
 
 
+def test_built_ins_stay_off_only_while_calls_ask_for_them(session):
+    """The student's process keeps the built-ins off across calls in a row that ask for the
+    same ones (worker.switch_off); a call asking for others, or none, and every other operation
+    find them as a fresh switch would. A name or attribute the student's code bound to the
+    built-in during one call is off again at the next."""
+    from grader.checks import forbidden
+    from grader.sandbox.remote import StudentError  # the student's process's CheckFailure
+
+    session.request({"op": "run", "source":
+                     "import torch\nimport torch.nn.functional as F\n"
+                     "def norm(x):\n    return torch.softmax(x, -1)\n"
+                     "def keep(x, _sm=torch.softmax, _F=F.softmax):\n"
+                     "    global sm\n    sm = _sm\n    F.softmax = _F\n"
+                     "    return x\n"
+                     "def through_name(x):\n    return sm(x, -1)\n"
+                     "def through_F(x):\n    return F.softmax(x, -1)\n"})
+    link = Link(session)
+    norm, keep = link.get("norm"), link.get("keep")
+    through_name, through_F = link.get("through_name"), link.get("through_F")
+    x = torch.randn(2, 3, dtype=torch.float64)
+    expected = torch.softmax(x, -1)
+
+    def off():
+        return forbidden.announced(forbidden.SOFTMAX, attention=False)
+
+    for _ in range(2):  # in a row, the same ones asked for: the switch is kept
+        with off(), pytest.raises(StudentError, match="torch.softmax is switched off"):
+            norm(x)
+    with off():
+        keep(x)  # binds `sm` and F.softmax to the built-ins it held since its definition
+    for fn, name in ((through_name, "torch.softmax"), (through_F, "F.softmax")):
+        with off(), pytest.raises(StudentError, match=f"{name} is switched off"):
+            fn(x)
+    with forbidden.announced(attention=True):  # others asked for: softmax is back on
+        assert torch.allclose(norm(x), expected)
+    with off(), pytest.raises(StudentError):
+        norm(x)
+    assert torch.allclose(norm(x), expected)  # no switch asked for
+    with off(), pytest.raises(StudentError):
+        norm(x)
+    reply = session.request({"op": "run", "source": "torch.softmax(torch.zeros(2), 0)"})
+    assert reply["error"] is None, "a cell ran with the built-ins still off"
+    assert torch.allclose(through_name(x), expected) and torch.allclose(through_F(x), expected)
+
+
 def test_an_input_changed_in_place_in_the_students_process_is_caught(session):
     """The grader's inputs travel as copies: the student's process compares its own after the
     call, for every kind of tensor (a mask or indices too, not only what requires gradients).
