@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import json
 import re
 
 import nbformat
-from nbconvert.exporters import NotebookExporter
+from nbconvert.exporters import Exporter, NotebookExporter
+from nbformat.v4.rwbase import strip_transient
 from nbgrader import utils
 from nbgrader.apps import NbGraderAPI
 from nbgrader.converters import Autograde
@@ -85,17 +87,38 @@ class RecordingExporter(NotebookExporter):
     That step checks the executed notebook against the submitted file's bytes and returns it
     in place of the notebook it is given, so nbconvert's parsing and validating of the
     submission, and its normalised copy and two deep copies of it, went to a notebook
-    thrown away. Those steps now see an empty notebook; the steps, the validation after them
-    and the written notebook are nbconvert's. With any other first step, nbconvert's own
-    reading."""
+    thrown away. Those steps now see an empty notebook; the steps and the validation after
+    them are nbconvert's, and the notebook it writes is nbconvert's, read back (written
+    compact, below). With any other first step, nbconvert's own reading and writing."""
 
-    def from_file(self, file_stream, resources=None, **kw):
+    @default("optimistic_validation")
+    def _validate_once(self):
+        """nbconvert's own option: the notebook is validated once, after the last step, not
+        after each of autograde's seven (each a walk of the whole notebook's schema)."""
+        return True
+
+    def _recording(self) -> bool:
         from grader.sandbox.execute import LoadExecuted
 
         first = self._preprocessors[0] if self._preprocessors else None
-        if not (isinstance(first, LoadExecuted) and first.enabled and first.presanitized):
+        return isinstance(first, LoadExecuted) and first.enabled and first.presanitized
+
+    def from_file(self, file_stream, resources=None, **kw):
+        if not self._recording():
             return super().from_file(file_stream, resources=resources, **kw)
         return self.from_notebook_node(nbformat.v4.new_notebook(), resources=resources, **kw)
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """The autograded notebook, written by Python's C encoder: compact, keys sorted, what
+        nbformat strips from a file stripped. nbformat.writes would validate it again (the
+        steps' validation has just run) and indent it with the pure-Python encoder, a fifth
+        of recording a notebook. Jupyter and nbgrader read it as any notebook."""
+        if not self._recording():
+            return super().from_notebook_node(nb, resources, **kw)
+        nb_copy, resources = Exporter.from_notebook_node(self, nb, resources, **kw)
+        resources["output_suffix"] = ".nbconvert"  # (as nbconvert names a notebook it writes)
+        strip_transient(nb_copy)
+        return json.dumps(nb_copy, ensure_ascii=False, sort_keys=True) + "\n", resources
 
 
 class RecordExecuted(Autograde):
