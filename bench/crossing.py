@@ -90,9 +90,16 @@ def crossings(calls: int, repeats: int) -> tuple[dict[str, list[tuple[float, flo
         with forbidden.announced(forbidden.SOFTMAX):
             scores(q, k)
 
+    q_grad, k_grad = q.clone().requires_grad_(), k.clone().requires_grad_()
+
+    def call_as_tests_do():  # run_student's inputs require gradients (an autograd node here)
+        with forbidden.announced(forbidden.SOFTMAX):
+            scores(q_grad, k_grad)
+
     kinds = {"request alone (ping)": lambda: s.request({"op": "ping"}),
              "call, two (2, 4, 8) tensors": call,
-             "the same, built-ins switched off": call_switched_off}
+             "the same, built-ins switched off": call_switched_off,
+             "the same, inputs requiring gradients": call_as_tests_do}
     size = len(codec.dumps({"op": "call", "ref": {"T": "ref", "id": 1, "type": "", "repr": ""},
                             "args": [codec.encode(t, None) for t in (q, k)], "kwargs": {},
                             "forbidden": None}))
