@@ -88,13 +88,14 @@ class RecordingExporter(NotebookExporter):
     in place of the notebook it is given, so nbconvert's parsing and validating of the
     submission, and its normalised copy and two deep copies of it, went to a notebook
     thrown away. Those steps now see an empty notebook; the steps and the validation after
-    them are nbconvert's, and the notebook it writes is nbconvert's, read back (written
-    compact, below). With any other first step, nbconvert's own reading and writing."""
+    them are nbconvert's (once, after the last), and the notebook it writes is nbconvert's,
+    read back (written compact, below). With any other first step, nbconvert's own reading
+    and writing."""
 
     @default("optimistic_validation")
     def _validate_once(self):
         """nbconvert's own option: the notebook is validated once, after the last step, not
-        after each of autograde's seven (each a walk of the whole notebook's schema)."""
+        after each of the seven recording steps (each a walk of the whole notebook's schema)."""
         return True
 
     def _recording(self) -> bool:
@@ -111,8 +112,9 @@ class RecordingExporter(NotebookExporter):
     def from_notebook_node(self, nb, resources=None, **kw):
         """The autograded notebook, written by Python's C encoder: compact, keys sorted, what
         nbformat strips from a file stripped. nbformat.writes would validate it again (the
-        steps' validation has just run) and indent it with the pure-Python encoder, a fifth
-        of recording a notebook. Jupyter and nbgrader read it as any notebook."""
+        steps' validation has just run) and indent it with the pure-Python encoder: under
+        cProfile, a fifth of recording a notebook's CPU. Jupyter and nbgrader read it as any
+        notebook."""
         if not self._recording():
             return super().from_notebook_node(nb, resources, **kw)
         nb_copy, resources = Exporter.from_notebook_node(self, nb, resources, **kw)
