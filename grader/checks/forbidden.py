@@ -84,9 +84,9 @@ class Switch:
     bound to them, from `off()` until `restore()`.
 
     `cover(namespace)` may be called again while they are off: the student's process keeps one
-    switch across the calls of a test that ask for the same built-ins off (switching off and
-    back sets attributes on PyTorch's classes, which was most of a call's cost there), and
-    covers the notebook's names before each call, as a fresh switch would."""
+    switch across the calls of a test that ask for the same built-ins off, instead of setting
+    attributes of PyTorch's modules and classes off and back on at every call, and covers the
+    notebook's names before each call, as a fresh switch would (bench/crossing.py)."""
 
     def __init__(self, entries):
         self.entries = list(entries)

@@ -147,7 +147,10 @@ class Worker:
             args.append(self._leaf(copy, node, leaves))
         kwargs = {k: self._leaf(_copied(decode(v)), v, leaves) for k, v in msg["kwargs"].items()}
         fn = self.from_ref(codec.decode(msg["ref"], lambda r: r))
-        self.switch_off(msg.get("forbidden"))  # every name the judge switched off, exactly
+        # Every name the judge switched off, exactly; they stay off until an operation other
+        # than a call (serve), so the value below is encoded with them off too (a student's
+        # __repr__ that uses one gives its reference the text "?").
+        self.switch_off(msg.get("forbidden"))
         with captured() as (out, err), probing(args, kwargs):  # probing: devices.py
             with torch.enable_grad() if leaves else torch.no_grad():
                 value = fn(*args, **kwargs)
