@@ -8,6 +8,8 @@ remote call asks the student's process for the gradients of its inputs.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from grader.checks import forbidden
@@ -81,6 +83,8 @@ class _Bridge(torch.autograd.Function):
     def forward(ctx, link, call, *leaves):
         outputs, call_id = call()
         ctx.link, ctx.call_id, ctx.n_leaves = link, call_id, len(leaves)
+        if call_id is not None:  # once nothing can reach this node, neither can a backward
+            weakref.finalize(ctx, link.released.append, call_id)
         ctx.mark_non_differentiable(*[o for o in outputs if not o.is_floating_point()])
         return tuple(outputs)
 
@@ -136,6 +140,9 @@ class Link:
     def __init__(self, session, on_output=None):
         self.session = session
         self.on_output = on_output or (lambda stdout, stderr: None)
+        # Calls whose autograd nodes are gone: the student's process keeps each one's outputs
+        # and inputs for a backward pass until told, with the next request, that none can come.
+        self.released: list[int] = []
 
     def remote(self, ref: codec.Ref) -> Remote:
         return Remote(self, ref)
@@ -158,6 +165,10 @@ class Link:
         return node
 
     def request(self, message):
+        if self.released:  # (a finalizer may add to it meanwhile: only what was read goes)
+            n = len(self.released)
+            message["release"] = self.released[:n]
+            del self.released[:n]
         try:
             return self.session.request(message)
         except Exception as e:

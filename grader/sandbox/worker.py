@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import os
 import resource
 import sys
@@ -73,6 +74,7 @@ class Worker:
         self.objects: dict[int, object] = {}  # reference number -> object
         self.numbers: dict[int, int] = {}  # id(object) -> reference number
         self.calls: dict[int, tuple] = {}  # call number -> (outputs, leaves) kept for backward
+        self.numbered = itertools.count(1)  # call numbers, never reused
         self.shell = None
         self.confinement: dict = {}
         self.switched: tuple[tuple[str, ...], forbidden.Switch] | None = None  # built-ins off
@@ -158,7 +160,7 @@ class Worker:
         call = None
         if leaves:
             outputs = list(_tensors(value))  # in the order the grader sees them
-            call = len(self.calls) + 1
+            call = next(self.numbered)
             self.calls[call] = (outputs, leaves)
         return {"value": self.encode(value), "call": call, "changed": changed,
                 "stdout": out.text(), "stderr": err.text()}
@@ -202,7 +204,7 @@ class Worker:
         return {"value": self.encode({n: p.grad for n, p in module.named_parameters()})}
 
     def op_ping(self, msg):
-        return {"value": os.getpid(), "confinement": self.confinement}
+        return {"value": os.getpid(), "confinement": self.confinement, "kept": len(self.calls)}
 
     def op_files(self, msg):
         """Write the grader's files (the student's own, then the released ones) into scratch."""
@@ -223,6 +225,9 @@ class Worker:
             except (EOFError, OSError):
                 return
             msg = codec.loads(data)
+            for call in msg.get("release") or ():  # calls the grader can no longer go back to
+                if type(call) is int:
+                    self.calls.pop(call, None)
             try:
                 if msg["op"] != "call":  # (a call switches them as it asks: op_call)
                     self.switch_off(None)

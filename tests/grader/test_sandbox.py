@@ -181,6 +181,44 @@ def test_gradients_cross_the_boundary(session):
     assert torch.equal(x.grad, 2 * x.detach())
 
 
+def test_each_backward_reaches_its_own_call_in_any_order(session):
+    """The student's process numbers the calls it keeps for a backward pass and never gives a
+    number twice: a backward pass taken out of order, between other calls, gets the gradients
+    of its own call's inputs."""
+    session.request({"op": "run", "source": "def f(x):\n    return (x ** 2).sum()"})
+    f = Link(session).get("f")
+    a, b, c = (torch.tensor([v, 2.0], requires_grad=True) for v in (1.0, 3.0, 5.0))
+    out_a, out_b = f(a), f(b)
+    out_a.backward()
+    out_c = f(c)  # a call after a backward pass: the number of b's call stays b's
+    out_b.backward()
+    out_c.backward()
+    for x in (a, b, c):
+        assert torch.equal(x.grad, 2 * x.detach())
+
+
+def test_calls_nothing_can_go_back_to_are_let_go(session):
+    """A call with inputs that require gradients leaves its outputs and inputs in the student's
+    process for a backward pass; once the grader's graph of it is gone, the next request says
+    so and that process lets them go. A graph still held keeps its call."""
+    import gc
+
+    session.request({"op": "run", "source": "def f(x):\n    return (x ** 2).sum()"})
+    link = Link(session)
+    f = link.get("f")
+    x = torch.ones(1000, dtype=torch.float64, requires_grad=True)
+    held = f(x)
+    for _ in range(20):
+        f(x)  # each output dropped at once: nothing can call backward on it
+    gc.collect()
+    assert link.request({"op": "ping"})["kept"] == 1
+    held.backward()
+    assert torch.equal(x.grad, 2 * x.detach())
+    del held
+    gc.collect()
+    assert link.request({"op": "ping"})["kept"] == 0
+
+
 def test_a_remote_call_switches_the_builtins_off_where_the_students_code_runs(session):
     """compare_outputs on a handle: the student's process refuses the built-in, imported either
     way; the grader's own copy is never swapped out meanwhile (nothing of the student's runs
