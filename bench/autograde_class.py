@@ -391,7 +391,10 @@ def without_cells(task):
     return dataclasses.replace(task, notebooks=notebooks)
 
 
-def stage_costs(n: int, passes: int = 3) -> dict[str, float]:
+PASSES = 3  # gradings of the class behind each stage cost (each submission's least)
+
+
+def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
     """CPU seconds per notebook of each stage of grader.autograde, driven here one submission
     after another, in this process (the judge too); the student's side is the CPU of the
     sandbox's server and of every process it forked (it reaps them). Also, for each
@@ -476,7 +479,7 @@ def split(n: int, as_json: bool = False) -> int:
         print(json.dumps(costs))
         return 0
     print(f"where a notebook's CPU goes ({n} submissions of {ASSIGNMENT}, one at a time, after "
-          "the start-up; each submission's least of 3 passes):")
+          f"the start-up; each submission's least of {PASSES} passes):")
     for name in STAGES:
         print(f"  {costs[name]:6.3f} s  {name}")
     print(f"  {sum(costs[name] for name in STAGES):6.3f} s  together")
