@@ -57,7 +57,7 @@ def _shape(t: torch.Tensor) -> str:
 
 
 def _on_cpu(t, scalars_too: bool = False) -> bool:
-    return isinstance(t, torch.Tensor) and t.device.type == "cpu" and (scalars_too or t.dim() > 0)
+    return isinstance(t, torch.Tensor) and t.is_cpu and (scalars_too or t.dim() > 0)
 
 
 def _stray(func, args, tensors):
@@ -92,11 +92,10 @@ class DeviceProbe(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        flat, spec = tree_flatten((args, kwargs))
-        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+        tensors = _tensors_in((args, kwargs), [])
         if func is _aten._local_scalar_dense.default and args[0] in self.unknown:
             raise NotImplementedError(VALUES_UNKNOWN)
-        if any(t.device.type == PROBE for t in tensors):
+        if any(t.is_meta for t in tensors):
             out = self._copied_to_cpu(func, args, kwargs)
             if out is not None:
                 return out
@@ -108,13 +107,15 @@ class DeviceProbe(TorchDispatchMode):
                     f"{MIXED}, but found at least two devices, {PROBE} and cpu! (torch's "
                     f"{name} was given {'an' if dtype[0] in 'aeiou' else 'a'} {dtype} tensor "
                     f"of shape {_shape(stray)} on the CPU)")
-            if func not in CROSS_DEVICE and func is not INDEX and func not in INDEX_PUT:
+            if func not in CROSS_DEVICE and func is not INDEX and func not in INDEX_PUT \
+                    and any(t.is_cpu and t.dim() == 0 for t in tensors):
                 # CPU scalars go along, as in CUDA (meta's own kernels refuse some of them)
+                flat, spec = tree_flatten((args, kwargs))
                 args, kwargs = spec.unflatten(
                     [t.to(PROBE) if _on_cpu(t, scalars_too=True) and t.dim() == 0 else t
                      for t in flat])
         out = func(*args, **kwargs)
-        if any(t in self.unknown for t in tensors):
+        if self.unknown and any(t in self.unknown for t in tensors):
             for t in tree_flatten(out)[0]:
                 if isinstance(t, torch.Tensor) and t.device.type == "cpu":
                     self.unknown[t] = True
@@ -133,6 +134,22 @@ class DeviceProbe(TorchDispatchMode):
                 self.unknown[out] = True
                 return out
         return None
+
+
+def _tensors_in(value, found: list) -> list:
+    """The tensors among an operation's arguments, appended to `found`: walked rather than
+    flattened with pytree, as _on_probe below, for the same reason (every operation the probe
+    watches asks it). An operation's arguments hold tensors directly or in lists (its schema's
+    Tensor[]); the walk looks inside the containers _on_probe does."""
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, (tuple, list, collections.deque)):
+        for v in value:
+            _tensors_in(v, found)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _tensors_in(v, found)
+    return found
 
 
 def _on_probe(value) -> bool:

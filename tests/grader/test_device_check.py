@@ -225,6 +225,21 @@ def test_a_probe_call_is_seen_where_pytree_would_see_it(leaf):
             assert isinstance(mode, DeviceProbe) == _pytree_verdict(value)
 
 
+@pytest.mark.parametrize("leaf", [torch.ones(2, device="meta"), torch.ones(()), 3, None],
+                         ids=["meta tensor", "cpu scalar", "int", "None"])
+def test_the_probe_finds_an_operations_tensors_where_pytree_would(leaf):
+    from torch.utils._pytree import tree_flatten
+
+    from grader.checks.devices import _tensors_in
+
+    other = torch.zeros(3, device="meta")
+    for value in _containers(leaf):
+        args, kwargs = (other, value, [other, value]), {"k": value}
+        found = _tensors_in((args, kwargs), [])
+        expected = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        assert [id(t) for t in found] == [id(t) for t in expected], value
+
+
 def test_the_inputs_stay_where_they_were():
     q, k, v = _qkv()
     expect_follows_device(efficient.tiled_attention, (q, k, v, 4, 4), "tiled_attention")
