@@ -48,6 +48,28 @@ def test_gradebooks_of_a_run_share_one_engine_one_table_check_and_their_connecti
     assert len(checks) == 2
 
 
+def test_a_run_checks_each_course_once_and_makes_a_missing_one(tmp_path):
+    setup_process()
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    queries = []
+    with shared_engines():
+        with Gradebook(url, "course") as gb:
+            gb.add_student("ada")
+            event.listen(gb.engine, "before_cursor_execute", lambda *args: queries.append(
+                args[2]) if "FROM course" in args[2] else None)
+        for _ in range(5):
+            with Gradebook(url, "course") as gb:
+                assert gb.find_student("ada").id == "ada"
+        with Gradebook(url, "other") as gb:  # another course: checked, and made
+            assert [c.id for c in gb.db.query(nbgrader.api.Course).order_by("id")] == [
+                "course", "other"]
+        with Gradebook(url, "other"):
+            pass
+    assert len(queries) == 2, f"the course table asked {len(queries)} times: {queries}"
+    # The run over, nbgrader's own check is back.
+    assert Gradebook.check_course.__qualname__ == "Gradebook.check_course"
+
+
 def _stamps(tmp_path, names) -> list[str]:
     from sqlalchemy import text
 
