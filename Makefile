@@ -124,7 +124,7 @@ bench: $(STAMP) sandbox-tools
 	$(BIN)/python bench/autograde_class.py --split
 	$(BIN)/python bench/handover.py
 	$(BIN)/python bench/codec.py
-	$(BIN)/python bench/crossing.py
+	$(BIN)/python bench/crossing.py --spread
 	$(BIN)/python bench/device_probe.py
 
 ## Seconds per notebook for classes of 10, 30, 100 and 300 (the README's plot): each size graded

@@ -118,6 +118,17 @@ def modules_in(metadata, key: str) -> list[str]:
             and all(part.isidentifier() for part in m.split("."))]
 
 
+def worker_cpu(index: int) -> int | None:
+    """The core that the pool's `index`-th process (the judge) and its sandbox server (the
+    student's processes) keep to, or None on one core. A test's calls go back and forth
+    between the two, one side waiting while the other runs: on one core the pair loses no
+    parallelism, and each call costs less CPU than when its two sides sit on different cores,
+    which wakes the other core up every time (bench/crossing.py --spread). A student's own
+    processes stay on their worker's core too."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[index % len(cpus)] if len(cpus) > 1 else None
+
+
 def _pool_init(unconfined: bool, launched: list, taken, sandbox_preload: tuple[str, ...]):
     import torch
 
@@ -132,6 +143,10 @@ def _pool_init(unconfined: bool, launched: list, taken, sandbox_preload: tuple[s
     with taken.get_lock():
         mine = taken.value
         taken.value += 1
+    cpu = worker_cpu(mine)  # the core its sandbox server was launched for
+    if cpu is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {cpu})
     for i, other in enumerate(launched):
         if i != mine:
             other.sock.close()
@@ -185,7 +200,8 @@ class LocalPool:
         self.launched = []
         with contextlib.suppress(Exception):  # a failure is met again, and reported, by a task
             confined = confinement(unconfined)
-            self.launched = [launch(confined, sandbox_preload) for _ in range(workers)]
+            self.launched = [launch(confined, sandbox_preload, worker_cpu(i))
+                             for i in range(workers)]
         handed = [handle for handle, _ in self.launched]
         self.pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_pool_init,
                                         initargs=(unconfined, handed, context.Value("i", 0),

@@ -84,11 +84,12 @@ class Launched:
     started: float  # time.monotonic() at the launch (one clock for every process here)
 
 
-def launch(confined: Confinement, preload: tuple[str, ...] = ()) -> tuple[Launched,
-                                                                          subprocess.Popen]:
+def launch(confined: Confinement, preload: tuple[str, ...] = (),
+           cpu: int | None = None) -> tuple[Launched, subprocess.Popen]:
     """Start a sandbox server (zygote.py) without waiting for it to import torch; `preload`:
     the modules the assignment declares its students' processes import (imported there once;
-    grader.parallel.sandbox_preload_for)."""
+    grader.parallel.sandbox_preload_for); `cpu`: the core it and its students' processes keep
+    to (grader.parallel.worker_cpu), None for any."""
     sock, theirs = socket.socketpair()
     if confined.sandboxed:
         scratch = namespaces.SCRATCH
@@ -96,7 +97,7 @@ def launch(confined: Confinement, preload: tuple[str, ...] = ()) -> tuple[Launch
     else:
         scratch = tempfile.mkdtemp(prefix="grade-scratch-")
         setup = {"sandboxed": False, "empty": [scratch]}
-    setup["preload"] = list(preload)
+    setup["preload"], setup["cpu"] = list(preload), cpu
     argv = [sys.executable, "-m", "grader.sandbox.zygote", str(theirs.fileno()),
             json.dumps(setup)]
     env = namespaces.environment()

@@ -201,8 +201,12 @@ def main() -> None:
     """argv: the socket's file descriptor, and a JSON setup: {"sandboxed": bool (inside
     namespaces.py's sandbox: the sweep may kill every other process it sees), "empty": [the
     folders a sweep empties], "preload": [modules the assignment declares its students'
-    processes import, imported here once: PyTorch's compiler where students train]}."""
+    processes import, imported here once: PyTorch's compiler where students train], "cpu":
+    the core to keep to, or null}."""
     setup = {**json.loads(sys.argv[2]), "keep": _lineage()}
+    if setup.get("cpu") is not None:  # the core of the grading process it serves: parallel.py
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            os.sched_setaffinity(0, {setup["cpu"]})  # inherited by every student's process
     # Orphans of a worker (double forks, setsid) become ours, so a sweep finds them all; and
     # nothing of the same user may read or trace this process's memory.
     with contextlib.suppress(OSError):

@@ -7,6 +7,7 @@ seconds it costs is measured by bench/autograde_class.py, never in a timed test.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -150,6 +151,42 @@ def test_pool_processes_start_their_sandboxes_before_any_task():
     (running_too, launcher_too, other), = seen.popitem()[1]
     assert running and running_too and one != other
     assert launcher == launcher_too == os.getpid()  # launched here, by the command
+
+
+def _cores_of_this_pair(meeting):
+    """The cores this pool process, its sandbox server and a student's process it starts may
+    run on."""
+    import os
+
+    from grader.sandbox import session
+
+    _meet_the_other_pool_process(meeting)
+    (z,) = session._zygotes.values()
+    student = session.Session({}, session.Limits(), True, z.confined)
+    try:
+        student.start()
+        return [os.sched_getaffinity(0), os.sched_getaffinity(z.host_pid),
+                os.sched_getaffinity(student.host_pid)]
+    finally:
+        student.close()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_each_judge_keeps_to_one_core_with_its_students_processes():
+    # A test's calls go back and forth between the judge (a pool process) and the student's
+    # process; on one core each call costs less CPU (bench/crossing.py --spread). Each pair has
+    # a core of its own, and the command itself is left free.
+    from grader.parallel import LocalPool
+
+    before = os.sched_getaffinity(0)
+    pool = LocalPool(2)
+    try:
+        pairs = _one_call_each(pool, _cores_of_this_pair)
+    finally:
+        pool.close()
+    assert all(len(cores) == 1 and cores == pair[0] for pair in pairs for cores in pair), pairs
+    assert pairs[0][0] != pairs[1][0], pairs
+    assert os.sched_getaffinity(0) == before
 
 
 def test_the_fork_server_starts_importing_torch_before_any_pool_exists():
