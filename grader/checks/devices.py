@@ -60,6 +60,11 @@ def _on_cpu(t, scalars_too: bool = False) -> bool:
     return isinstance(t, torch.Tensor) and t.is_cpu and (scalars_too or t.dim() > 0)
 
 
+def _cpu_scalar(t) -> bool:
+    """A CPU tensor of no dimensions: CUDA lets one go along with tensors on the device."""
+    return _on_cpu(t, scalars_too=True) and t.dim() == 0
+
+
 def _stray(func, args, tensors):
     """The CPU tensor CUDA would refuse in this operation on the probe's tensors, or None."""
     if func in CROSS_DEVICE:
@@ -108,12 +113,11 @@ class DeviceProbe(TorchDispatchMode):
                     f"{name} was given {'an' if dtype[0] in 'aeiou' else 'a'} {dtype} tensor "
                     f"of shape {_shape(stray)} on the CPU)")
             if func not in CROSS_DEVICE and func is not INDEX and func not in INDEX_PUT \
-                    and any(t.is_cpu and t.dim() == 0 for t in tensors):
+                    and any(_cpu_scalar(t) for t in tensors):
                 # CPU scalars go along, as in CUDA (meta's own kernels refuse some of them)
                 flat, spec = tree_flatten((args, kwargs))
-                args, kwargs = spec.unflatten(
-                    [t.to(PROBE) if _on_cpu(t, scalars_too=True) and t.dim() == 0 else t
-                     for t in flat])
+                args, kwargs = spec.unflatten([t.to(PROBE) if _cpu_scalar(t) else t
+                                               for t in flat])
         out = func(*args, **kwargs)
         if self.unknown and any(t in self.unknown for t in tensors):
             for t in tree_flatten(out)[0]:
