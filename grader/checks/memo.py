@@ -5,7 +5,8 @@ same seeded inputs for every student: a judge that grades many notebooks compute
 once. Only what is provably a function of its arguments is remembered:
 
 - the callable is the reference package's own code: a module-level function without captured
-  variables, a module whose class it defines (its weights and settings are part of the key),
+  variables, a module whose class it defines (its weights, buffers and settings are part of the
+  key),
   or a `functools.partial` of those;
 - every argument is plain data (numbers, strings, devices, dtypes, plain tensors, tuples,
   lists, dicts of them, such modules): anything else, a proxy of a student's object included,
@@ -76,9 +77,12 @@ def _module_key(module: torch.nn.Module) -> tuple:
             raise _Unkeyable
         public = sorted(k for k in vars(sub) if not k.startswith("_") and k != "training")
         settings = tuple((k, key(vars(sub)[k])) for k in public)
-        parts.append((name, kind.__module__, kind.__qualname__, sub.training, settings))
-    state = tuple((k, _tensor_key(v)) for k, v in module.state_dict(keep_vars=True).items())
-    return ("module", type(module).__module__, type(module).__qualname__, tuple(parts), state)
+        # Every tensor it holds: its parameters and all its buffers, those left out of its
+        # state_dict (persistent=False, such as a fixed table of positions) included.
+        state = tuple((k, None if v is None else _tensor_key(v))
+                      for k, v in (*sub._parameters.items(), *sub._buffers.items()))
+        parts.append((name, kind.__module__, kind.__qualname__, sub.training, settings, state))
+    return ("module", type(module).__module__, type(module).__qualname__, tuple(parts))
 
 
 def _callable_key(fn) -> tuple:

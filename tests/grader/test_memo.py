@@ -99,6 +99,24 @@ def test_a_module_is_keyed_by_its_weights_and_settings():
     assert (memo.misses, memo.hits) == (4, 2)
 
 
+def test_a_module_is_keyed_by_every_tensor_it_holds():
+    """A buffer that is not saved with the weights (persistent=False: the fixed table of
+    positions) changes what the module returns as much as a weight does."""
+    memo = Memo()
+    x = qkv()[0]
+    encoding = solutions.SinusoidalPositionalEncoding(4, 8)
+    first = memo.call(encoding, x)
+    assert "pe" not in encoding.state_dict()  # what the key once took the module's tensors from
+    with torch.no_grad():
+        encoding.pe.mul_(2)
+    second = memo.call(encoding, x)
+    assert memo.misses == 2 and memo.hits == 0
+    assert torch.equal(second, encoding(x)) and not torch.equal(second, first)
+    encoding.pe = encoding.pe.double()  # the same values, another dtype
+    memo.call(encoding, x)
+    assert memo.misses == 3
+
+
 def test_what_draws_random_numbers_is_never_remembered():
     memo = Memo()
     q, k, v = qkv()
