@@ -185,6 +185,24 @@ def warm_up_meta() -> None:
     torch.zeros(3, 4, device="meta")[:, 0::2].sin(), m.to(torch.float32) @ m.to(torch.float32)
 
 
+def warm_up_lines() -> None:
+    """The source lines of the files a notebook's cell runs under (this server, the worker,
+    IPython's run_cell), read into `linecache` here once. `torch.manual_seed`, which most
+    notebooks call, formats the stack it was called from three times (PyTorch keeps it for
+    devices it would seed lazily); in a student's process that stack runs through IPython's
+    largest file, which each process would otherwise read and split into lines itself: about
+    100 of the 800 page faults of a notebook's first cell (self_attention, 24 notebooks, three
+    runs each way). Only public library source: nothing a student may not read."""
+    import linecache
+
+    from IPython.core import async_helpers, interactiveshell
+
+    from grader.sandbox import worker
+
+    for module in (sys.modules[__name__], worker, interactiveshell, async_helpers):
+        linecache.getlines(module.__file__)
+
+
 def shell():
     """The IPython shell every worker runs cells in, made here once (a fifth of a second each
     time otherwise) and never used here: each fork gets a fresh copy. No history database: a
@@ -247,6 +265,7 @@ def main() -> None:
     warm_up_meta()
     t = step("meta device", t)
     warm_up_seed()  # after the compiler, which wraps torch.manual_seed
+    warm_up_lines()
     shell()
     # What the start-up made is frozen: shared with each student's process until written to, it
     # would be written to all over by a full collection there (0.16 s of copied pages).
