@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
-.PHONY: cuda-check site browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus
+.PHONY: cuda-check site browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus bytecode
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,6 +16,14 @@ $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	$(PIP) setuptools wheel
 	$(PIP) --no-build-isolation -e '.[dev]'
 	@touch $@
+
+## Python's bytecode for the repository's own packages, as pip writes it for the packages it
+## installs (an editable install does not, and with PYTHONDONTWRITEBYTECODE set Python never
+## would): otherwise every grading process (the command, the judges' fork server, each sandbox)
+## compiles the grader from source when it starts, about 0.05 s of CPU each (docs/performance-log.md).
+## Stale files are recompiled here; Python checks each against its source anyway.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q grader solutions
 
 ## The main job: release the self-attention assignment, grade a sample class, export grades.
 ## The grader runs students' code in Debian's bubblewrap sandbox (`bwrap`): installed here when
@@ -29,7 +37,7 @@ sandbox-tools:
 	    { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; \
 	  else echo "The grader needs bubblewrap: sudo apt-get install bubblewrap"; exit 1; fi; }
 
-demo: $(STAMP) sandbox-tools
+demo: $(STAMP) sandbox-tools bytecode
 	$(BIN)/python -m grader demo
 
 ## The course on JupyterHub on this machine (root): an instructor and demo students as Unix
@@ -53,13 +61,13 @@ hub: $(STAMP) sandbox-tools hub-tools
 
 ## Lint, then every test (CI runs this through .ci/run). Each lecture executes once a run, and
 ## the demo's sample classes are graded once (shared); the summary at the end counts both.
-test: $(STAMP) sandbox-tools hub-tools
+test: $(STAMP) sandbox-tools hub-tools bytecode
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 ## The inner loop (under 2 minutes): lint, then the tests that start no kernel, notebook server
 ## or browser (`slow` and `browser` are left out). `make test` stays the full suite.
-test-fast: $(STAMP) sandbox-tools
+test-fast: $(STAMP) sandbox-tools bytecode
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not slow and not browser"
 
@@ -118,7 +126,7 @@ screenshots: browser-test hub-tools
 ## What a student waits for (Run All, `grader check`: 20 s each) and one autograded submission
 ## (60 s), per assignment; then a class of 30 against plain nbgrader (targets: 20x faster, start-up
 ## at most 5 s of CPU, CPU per notebook at most 1.5x the test work). On a quiet 2-core machine.
-bench: $(STAMP) sandbox-tools
+bench: $(STAMP) sandbox-tools bytecode
 	$(BIN)/python bench/autograde_one.py
 	$(BIN)/python bench/autograde_class.py
 	$(BIN)/python bench/autograde_class.py --split
@@ -129,7 +137,7 @@ bench: $(STAMP) sandbox-tools
 
 ## Seconds per notebook for classes of 10, 30, 100 and 300 (the README's plot): each size graded
 ## three times, in turns; the median and the spread.
-bench-curve: $(STAMP) sandbox-tools
+bench-curve: $(STAMP) sandbox-tools bytecode
 	$(BIN)/python bench/autograde_class.py --curve --repeats 3 --plot docs/img/scale-curve.png
 
 ## The student edition: the grader (for `python -m grader check`) without the reference solutions
