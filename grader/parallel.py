@@ -129,13 +129,16 @@ def worker_cpu(index: int) -> int | None:
     return cpus[index % len(cpus)] if len(cpus) > 1 else None
 
 
-def _pool_init(unconfined: bool, launched: list, taken, sandbox_preload: tuple[str, ...]):
+def _pool_init(unconfined: bool, confined, launched: list, taken,
+               sandbox_preload: tuple[str, ...]):
     import torch
 
     from grader.course import setup_process
-    from grader.sandbox.session import confinement, zygote
+    from grader.sandbox.session import adopt, confinement, zygote
 
     setup_process(gradebook=False)  # the command records the grades
+    if confined is not None:  # what the command found on this machine (None: it could not)
+        adopt(unconfined, confined)
     torch.set_num_threads(1)  # one pool process per core already
     # One of the sandbox servers the command launched with the pool (they import torch while
     # the fork server does); each process takes a different one and closes the others' sockets.
@@ -197,15 +200,15 @@ class LocalPool:
         context = _context(preload)
         # A sandbox server per process, launched now, so that each imports torch while the fork
         # server does (the pool's processes, forked from it, would start theirs only after it).
-        self.launched = []
+        self.launched, confined = [], None
         with contextlib.suppress(Exception):  # a failure is met again, and reported, by a task
             confined = confinement(unconfined)
             self.launched = [launch(confined, sandbox_preload, worker_cpu(i))
                              for i in range(workers)]
         handed = [handle for handle, _ in self.launched]
         self.pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_pool_init,
-                                        initargs=(unconfined, handed, context.Value("i", 0),
-                                                  tuple(sandbox_preload)))
+                                        initargs=(unconfined, confined, handed,
+                                                  context.Value("i", 0), tuple(sandbox_preload)))
         # The executor starts a process per task submitted while none is idle, and the first
         # start waits for the fork server to import torch: started here, in the background, all
         # of them, so that start-up overlaps with the command's own work.

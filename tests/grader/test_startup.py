@@ -460,6 +460,24 @@ def _ask_each_pool_process(probe) -> list:
         pool.close()
 
 
+def _confinement_and_probes(meeting):
+    from grader.sandbox import namespaces, session
+
+    _meet_the_other_pool_process(meeting)
+    found = session.confinement(False)  # what every notebook's judge asks
+    return found, namespaces.probe.cache_info().misses
+
+
+def test_pool_processes_take_the_commands_confinement_instead_of_probing_again():
+    # Probing starts a sandboxed interpreter (about 40 ms of CPU); the command has just done
+    # it on this machine, and hands its finding to each pool process.
+    from grader.sandbox import session
+
+    mine = session.confinement(False)
+    seen = _ask_each_pool_process(_confinement_and_probes)
+    assert seen == [(mine, 0), (mine, 0)], seen
+
+
 def test_pool_processes_inherit_the_notebook_schemas_validator():
     # Each pool process reads the submissions' notebooks; compiling the schema's validator on
     # the first read cost each of them 35 ms.
