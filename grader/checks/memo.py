@@ -6,8 +6,7 @@ once. Only what is provably a function of its arguments is remembered:
 
 - the callable is the reference package's own code: a module-level function without captured
   variables, a module whose class it defines (its weights, buffers and settings are part of the
-  key),
-  or a `functools.partial` of those;
+  key), or a `functools.partial` of those;
 - every argument is plain data (numbers, strings, devices, dtypes, plain tensors, tuples,
   lists, dicts of them, such modules): anything else, a proxy of a student's object included,
   is not remembered;
@@ -79,8 +78,8 @@ def _module_key(module: torch.nn.Module) -> tuple:
         settings = tuple((k, key(vars(sub)[k])) for k in public)
         # Every tensor it holds: its parameters and all its buffers, those left out of its
         # state_dict (persistent=False, such as a fixed table of positions) included.
-        state = tuple((k, None if v is None else _tensor_key(v))
-                      for k, v in (*sub._parameters.items(), *sub._buffers.items()))
+        state = tuple((k, _tensor_key(v)) for k, v in (*sub.named_parameters(recurse=False),
+                                                       *sub.named_buffers(recurse=False)))
         parts.append((name, kind.__module__, kind.__qualname__, sub.training, settings, state))
     return ("module", type(module).__module__, type(module).__qualname__, tuple(parts))
 
