@@ -9,7 +9,8 @@ URL, its tables are listed until they exist and checked once, and its connection
 pool until the run ends; each gradebook still closes its own session. Its course row is
 checked (found, or made) once per course: nbgrader checks it at every opening, a query and a
 commit that are nearly all of an opening's cost (measured: 0.64-0.91 ms an opening with them,
-0.02-0.05 ms without), some eight openings a recorded notebook.
+0.02-0.05 ms without), some eight openings a recorded notebook. The first opening of a
+gradebook in a run also adds the indexes nbgrader's score sums need (grader.gradebook_indexes).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def shared_engines():
     import nbgrader.api
     from sqlalchemy import MetaData
 
+    from grader import gradebook_indexes
+
     create, metadata = nbgrader.api.create_engine, nbgrader.api.Base.metadata
     inspect, check_course = nbgrader.api.inspect, nbgrader.api.Gradebook.check_course
     engines, checked, courses = {}, set(), set()
@@ -51,6 +54,7 @@ def shared_engines():
     def create_all(bind, **kwargs):
         if bind not in checked:
             MetaData.create_all(metadata, bind=bind, **kwargs)
+            gradebook_indexes.ensure(bind)  # the score sums' lookups (nbgrader has none)
             checked.add(bind)
 
     def inspect_tables(engine):
