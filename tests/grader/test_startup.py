@@ -176,14 +176,8 @@ def test_each_judge_keeps_to_one_core_with_its_students_processes():
     # A test's calls go back and forth between the judge (a pool process) and the student's
     # process; on one core each call costs less CPU (bench/crossing.py --spread). Each pair has
     # a core of its own, and the command itself is left free.
-    from grader.parallel import LocalPool
-
     before = os.sched_getaffinity(0)
-    pool = LocalPool(2)
-    try:
-        pairs = _one_call_each(pool, _cores_of_this_pair)
-    finally:
-        pool.close()
+    pairs = _ask_each_pool_process(_cores_of_this_pair)
     assert all(len(cores) == 1 and cores == pair[0] for pair in pairs for cores in pair), pairs
     assert pairs[0][0] != pairs[1][0], pairs
     assert os.sched_getaffinity(0) == before
