@@ -39,6 +39,9 @@ SCRATCH = "/scratch"  # the student's working folder, inside the sandbox
 PASS_THROUGH = ("GRADER_TEST_TAG",)
 # /etc files Python and its libraries read; everything else of /etc stays out.
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "mime.types")
+# The kernel's transparent huge page settings, the one part of /sys in the sandbox (read-only):
+# glibc's malloc reads them before it asks for huge pages.
+HUGE_PAGES = "/sys/kernel/mm/transparent_hugepage"
 
 
 class IsolationUnavailable(RuntimeError):
@@ -93,8 +96,10 @@ def _ancestors(path: str) -> list[str]:
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def command(argv: list[str], sizes: Sizes = Sizes()) -> list[str]:
-    """The command line that runs `argv` inside the sandbox."""
+def command(argv: list[str], sizes: Sizes = Sizes(),
+            env: dict[str, str] | None = None) -> list[str]:
+    """The command line that runs `argv` inside the sandbox, in `env` (by default the students'
+    environment())."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise IsolationUnavailable("bubblewrap (bwrap) is not installed; install Debian's "
@@ -102,7 +107,7 @@ def command(argv: list[str], sizes: Sizes = Sizes()) -> list[str]:
     cmd = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc",
            "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
            "--hostname", "sandbox", "--clearenv"]
-    for key, value in environment().items():
+    for key, value in (environment() if env is None else env).items():
         cmd += ["--setenv", key, value]
     # The writable places first: a folder bound later (a venv under /tmp, say) lands on them
     # instead of being hidden by them.
@@ -121,6 +126,11 @@ def command(argv: list[str], sizes: Sizes = Sizes()) -> list[str]:
         if Path("/etc", name).exists():
             cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     made = {"/etc", "/usr", "/tmp", "/dev", "/proc", SCRATCH}
+    if Path(HUGE_PAGES).is_dir():  # read by glibc's malloc, tuned for the server (zygote.TUNING)
+        for parent in _ancestors(HUGE_PAGES):
+            cmd += ["--perms", "0755", "--dir", parent]
+            made.add(parent)
+        cmd += ["--ro-bind", HUGE_PAGES, HUGE_PAGES]
     for path in readable_paths():
         for parent in _ancestors(path):
             if parent not in made:  # bwrap would make it 0700: unreadable for `nobody`

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.sandbox import cgroup, namespaces
+from grader.sandbox.zygote import TUNING
 
 log = logging.getLogger(__name__)
 
@@ -113,12 +114,12 @@ def launch(confined: Confinement, preload: tuple[str, ...] = (),
     setup["preload"], setup["cpu"] = list(preload), cpu
     argv = [sys.executable, "-m", "grader.sandbox.zygote", str(theirs.fileno()),
             json.dumps(setup)]
-    env = namespaces.environment()
+    env = {**namespaces.environment(), **TUNING}  # (the server takes TUNING out as it starts)
     if not confined.sandboxed:  # no private /tmp: everything of the student's in scratch
         env.update(HOME=scratch, TMPDIR=scratch, IPYTHONDIR=f"{scratch}/.ipython",
                    MPLCONFIGDIR=f"{scratch}/.matplotlib")
     started = time.monotonic()
-    proc = subprocess.Popen(namespaces.command(argv) if confined.sandboxed else argv,
+    proc = subprocess.Popen(namespaces.command(argv, env=env) if confined.sandboxed else argv,
                             pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env=env, cwd=scratch if not confined.sandboxed else None)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from grader.course import REPO
-from grader.sandbox import codec, landlock
+from grader.sandbox import codec, landlock, namespaces
 from grader.sandbox.remote import Link, Remote, StudentError
 from grader.sandbox.scan import scan
 from grader.sandbox.session import Limits, Session, WorkerDied
@@ -462,6 +462,57 @@ def by_tool():
     assert link.get("by_system_call")() != 0, "unshare(CLONE_NEWUSER) succeeded"
     code, uid = link.get("by_tool")()
     assert code != 0 and uid != "0", f"`unshare -r id -u` printed {uid!r}"
+
+
+def test_of_sys_the_sandbox_shows_at_most_the_huge_page_settings_read_only(session):
+    """The sandbox server's malloc reads the kernel's transparent huge page settings
+    (zygote.TUNING), so that one folder of /sys is bound, read-only, for the server; a student's
+    process (Landlock: it reads only what the worker allows) sees nothing of /sys, and at most
+    that folder where Landlock is missing. Its settings cannot be written, and the tuning is
+    not in the student's environment."""
+    if not session.confined.sandboxed:
+        pytest.skip("no sandbox on this machine")
+    session.request({"op": "run", "source": """
+import os
+
+def sys_tree():
+    return sorted(os.path.join(d, n)[len("/sys"):] for d, dirs, files in os.walk("/sys")
+                  for n in dirs + files)
+
+def write_setting(path):
+    try:
+        with open(path, "w") as f:
+            f.write("always")
+        return "written"
+    except OSError as e:
+        return type(e).__name__
+
+def tuning():
+    return os.environ.get("GLIBC_TUNABLES")
+"""})
+    link = Link(session)
+    tree = link.get("sys_tree")()
+    assert all(p in ("/kernel", "/kernel/mm") or p.startswith("/kernel/mm/transparent_hugepage")
+               for p in tree), tree
+    assert link.get("write_setting")(namespaces.HUGE_PAGES + "/enabled") != "written"
+    assert link.get("tuning")() is None, "the server's malloc tuning reached the student"
+
+
+def test_the_sandbox_servers_heap_is_in_huge_pages_where_the_kernel_offers_them(session):
+    """A fork copies, and an exit drops, one page-table entry per page of the server: its
+    malloc asks for huge pages (zygote.TUNING), where the kernel's setting allows them."""
+    try:
+        mode = Path(namespaces.HUGE_PAGES, "enabled").read_text()
+    except OSError:
+        pytest.skip("this kernel has no transparent huge pages")
+    if "[never]" in mode:
+        pytest.skip("transparent huge pages are off on this machine")
+    from grader.sandbox.session import zygote
+
+    server = zygote(session.confined).host_pid
+    rollup = Path(f"/proc/{server}/smaps_rollup").read_text()
+    huge_kb = int(rollup.split("AnonHugePages:")[1].split()[0])
+    assert huge_kb >= 16 * 1024, f"the sandbox server holds {huge_kb} kB in huge pages"
 
 
 def test_a_hanging_cell_is_killed_within_its_timeout(session):
