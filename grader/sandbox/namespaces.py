@@ -130,7 +130,7 @@ def command(argv: list[str], sizes: Sizes = Sizes(),
         for parent in _ancestors(HUGE_PAGES):
             cmd += ["--perms", "0755", "--dir", parent]
             made.add(parent)
-        cmd += ["--ro-bind", HUGE_PAGES, HUGE_PAGES]
+        cmd += ["--ro-bind-try", HUGE_PAGES, HUGE_PAGES]
     for path in readable_paths():
         for parent in _ancestors(path):
             if parent not in made:  # bwrap would make it 0700: unreadable for `nobody`
