@@ -34,10 +34,10 @@ _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
 # heap, where the kernel's transparent huge pages are "madvise" (Debian's default) or "always"
 # (with "never", nothing changes). A fork copies one page-table entry, and an exit drops one,
 # for each page of the server's memory: half of it is malloc's, and in huge pages that is
-# 512 times fewer entries. Measured (self_attention's start-up, a fork that runs a few
-# operations, forty times each way, twice): the fork and exit 6.5 ms of CPU against 11-19 ms,
-# the server's start-up unchanged. A student's first write to a shared page copies 4 KiB as
-# before (the kernel splits the huge page's entry for that process).
+# 512 times fewer entries. Measured (self_attention's server): a student's turn with no cells
+# 8.7-10.0 ms of the sandbox's CPU against 15.0-16.1 ms, the server's start-up unchanged. A
+# student's first write to a shared page copies 4 KiB as before (the kernel splits the huge
+# page's entry for that process). namespaces.HUGE_PAGES: where glibc reads the kernel's setting.
 TUNING = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 
 
