@@ -37,6 +37,9 @@ _NUMPY = {torch.float64, torch.float32, torch.float16, torch.int64, torch.int32,
           torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128}
 
 
+_MODULE_OWN = frozenset(vars(torch.nn.Module()))  # what Module.__init__ sets: hooks, training
+
+
 class _Unkeyable(Exception):
     """This call's result cannot be proved to depend on its arguments alone."""
 
@@ -45,13 +48,30 @@ def _trusted(obj) -> bool:
     return (getattr(obj, "__module__", None) or "").split(".")[0] in TRUSTED
 
 
-def _tensor_key(t: torch.Tensor) -> tuple:
+class _Key:
+    """One key in the making: what the values are (types, dtypes, shapes, names, settings) in
+    `parts`, and the bytes of every tensor among them, in order, in one digest (their shapes
+    and dtypes in `parts` say where each one's bytes end). SHA-256, which this machine's CPU
+    computes in hardware (twice blake2b's pace here), and one digest per key rather than one
+    per tensor: a notebook's lookups hash about a thousand small tensors."""
+
+    __slots__ = ("parts", "digest")
+
+    def __init__(self):
+        self.parts = []
+        self.digest = hashlib.sha256()
+
+    def value(self) -> tuple:
+        return tuple(self.parts), self.digest.digest()
+
+
+def _add_tensor(t: torch.Tensor, k: _Key) -> None:
     if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided \
             or t.numel() > MAX_ELEMENTS:
         raise _Unkeyable
     # (dtype, shape and device are hashable values that compare like their names)
-    return ("tensor", t.dtype, t.shape, t.device, t.requires_grad,
-            hashlib.blake2b(_data(t.detach()), digest_size=16).digest())
+    k.parts.append(("tensor", t.dtype, t.shape, t.device, t.requires_grad))
+    k.digest.update(_data(t.detach()))
 
 
 def _data(t: torch.Tensor):
@@ -63,56 +83,82 @@ def _data(t: torch.Tensor):
     return flat.view(torch.uint8).numpy().tobytes()
 
 
-def _module_key(module: torch.nn.Module) -> tuple:
+def _add_module(module: torch.nn.Module, k: _Key) -> None:
     hooks = torch.nn.modules.module
     if not _trusted(type(module)) or hooks._global_forward_hooks or \
             hooks._global_forward_pre_hooks:
         raise _Unkeyable
-    parts = []
-    for name, sub in module.named_modules():
+    subs = list(module.named_modules())
+    # Every tensor it holds: its parameters and all its buffers, those left out of its
+    # state_dict (persistent=False, such as a fixed table of positions) included.
+    tensors = [*module.named_parameters(), *module.named_buffers()]
+    k.parts.append(("module", type(module).__module__, type(module).__qualname__,
+                    tuple(name for name, _ in subs), tuple(name for name, _ in tensors)))
+    for _, sub in subs:
         kind = type(sub)
         if sub._forward_hooks or sub._forward_pre_hooks or not (
                 _trusted(kind) or kind.__module__.startswith("torch.nn.")):
             raise _Unkeyable
-        public = sorted(k for k in vars(sub) if not k.startswith("_") and k != "training")
-        settings = tuple((k, key(vars(sub)[k])) for k in public)
-        # Every tensor it holds: its parameters and all its buffers, those left out of its
-        # state_dict (persistent=False, such as a fixed table of positions) included.
-        state = tuple((k, _tensor_key(v)) for k, v in (*sub.named_parameters(recurse=False),
-                                                       *sub.named_buffers(recurse=False)))
-        parts.append((name, kind.__module__, kind.__qualname__, sub.training, settings, state))
-    return ("module", type(module).__module__, type(module).__qualname__, tuple(parts))
+        settings = vars(sub)  # its public attributes (Module's own are set apart first)
+        public = sorted(a for a in settings.keys() - _MODULE_OWN if not a.startswith("_"))
+        k.parts.append((kind.__module__, kind.__qualname__, sub.training, tuple(public)))
+        for a in public:
+            _add(settings[a], k)
+    for _, t in tensors:
+        _add_tensor(t, k)
+
+
+def _add_callable(fn, k: _Key) -> None:
+    if isinstance(fn, functools.partial):
+        k.parts.append("partial")
+        _add_callable(fn.func, k)
+        _add(fn.args, k)
+        _add(fn.keywords, k)
+    elif isinstance(fn, torch.nn.Module):
+        _add_module(fn, k)
+    elif isinstance(fn, types.FunctionType) and fn.__closure__ is None and _trusted(fn) \
+            and getattr(sys.modules.get(fn.__module__), fn.__qualname__, None) is fn:
+        k.parts.append(("function", fn.__module__, fn.__qualname__))
+    else:
+        raise _Unkeyable
+
+
+def _add(value, k: _Key) -> None:
+    kind = type(value)
+    if value is None or kind in (bool, int, str):  # not subclasses: they may hold more
+        k.parts.append((kind.__name__, value))
+    elif kind is float:
+        k.parts.append(("float", value.hex()))
+    elif kind in (torch.dtype, torch.device):
+        k.parts.append((kind.__name__, str(value)))
+    elif isinstance(value, torch.Tensor):
+        _add_tensor(value, k)
+    elif isinstance(value, torch.nn.Module):
+        _add_module(value, k)
+    elif kind in (tuple, list):
+        k.parts.append((kind.__name__, len(value)))
+        for v in value:
+            _add(v, k)
+    elif kind is dict and all(isinstance(name, str) for name in value):
+        k.parts.append(("dict", tuple(sorted(value))))
+        for name in sorted(value):
+            _add(value[name], k)
+    else:
+        raise _Unkeyable
 
 
 def _callable_key(fn) -> tuple:
-    if isinstance(fn, functools.partial):
-        return ("partial", _callable_key(fn.func), key(fn.args), key(fn.keywords))
-    if isinstance(fn, torch.nn.Module):
-        return _module_key(fn)
-    if isinstance(fn, types.FunctionType) and fn.__closure__ is None and _trusted(fn) \
-            and getattr(sys.modules.get(fn.__module__), fn.__qualname__, None) is fn:
-        return ("function", fn.__module__, fn.__qualname__)
-    raise _Unkeyable
+    k = _Key()
+    _add_callable(fn, k)
+    return k.value()
 
 
 def key(value) -> tuple:
     """A hashable stand-in for `value` that equals another's only if they hold the same data;
     raises _Unkeyable for anything else."""
-    if value is None or type(value) in (bool, int, str):  # not subclasses: they may hold more
-        return (type(value).__name__, value)
-    if type(value) is float:
-        return ("float", value.hex())
-    if type(value) in (torch.dtype, torch.device):
-        return (type(value).__name__, str(value))
-    if isinstance(value, torch.Tensor):
-        return _tensor_key(value)
-    if isinstance(value, torch.nn.Module):
-        return _module_key(value)
-    if type(value) in (tuple, list):
-        return (type(value).__name__, tuple(key(v) for v in value))
-    if type(value) is dict and all(isinstance(k, str) for k in value):
-        return ("dict", tuple((k, key(v)) for k, v in sorted(value.items())))
-    raise _Unkeyable
+    k = _Key()
+    _add(value, k)
+    return k.value()
 
 
 def _kept(result):
