@@ -53,7 +53,7 @@ class _Key:
     `parts`, and the bytes of every tensor among them, in order, in one digest (their shapes
     and dtypes in `parts` say where each one's bytes end). One digest per key rather than one
     per tensor: a notebook's lookups hash about a thousand small tensors (self_attention, about
-    1 MB). SHA-256, which CPUs with SHA extensions compute in hardware (this machine's: 1.7-2.6
+    1 MB). SHA-256, which CPUs with SHA extensions compute in hardware (this machine's: 1.6-2.6
     times blake2b's pace)."""
 
     __slots__ = ("parts", "digest")
