@@ -31,13 +31,14 @@ PRELOAD = ("torch", "torch.nn", "torch.nn.functional", "numpy",
 _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
 # The server's environment adds this to its students' (namespaces.environment), and takes it
 # out again as it starts (main): glibc's malloc asks the kernel for huge pages (2 MiB) for its
-# heap, where the kernel's transparent huge pages are "madvise" (Debian's default) or "always"
-# (with "never", nothing changes). A fork copies one page-table entry, and an exit drops one,
-# for each page of the server's memory: half of it is malloc's, and in huge pages that is
-# 512 times fewer entries. Measured (self_attention's server): a student's turn with no cells
-# 8.7-10.0 ms of the sandbox's CPU against 15.0-16.1 ms, the server's start-up unchanged. A
-# student's first write to a shared page copies 4 KiB as before (the kernel splits the huge
-# page's entry for that process). namespaces.HUGE_PAGES: where glibc reads the kernel's setting.
+# heap, where the kernel's transparent huge pages are "madvise" (this machine's setting) or
+# "always" (with "never", nothing changes). A fork copies one page-table entry, and an exit
+# drops one, for each page of the server's memory: half of it is malloc's, and in huge pages
+# that is 512 times fewer entries. Measured (self_attention's server): a student's turn with
+# no cells 8.7-10.0 ms of the sandbox's CPU against 15.0-16.1 ms, the server's start-up
+# unchanged. A student's first write to a shared page copies 4 KiB as before (the kernel
+# splits the huge page's entry for that process). namespaces.HUGE_PAGES: where glibc reads
+# the kernel's setting.
 TUNING = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 
 
