@@ -127,17 +127,9 @@ def command(argv: list[str], sizes: Sizes = Sizes(),
             cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     made = {"/etc", "/usr", "/tmp", "/dev", "/proc", SCRATCH}
     if Path(HUGE_PAGES).is_dir():  # read by glibc's malloc, tuned for the server (zygote.TUNING)
-        for parent in _ancestors(HUGE_PAGES):
-            cmd += ["--perms", "0755", "--dir", parent]
-            made.add(parent)
-        cmd += ["--ro-bind-try", HUGE_PAGES, HUGE_PAGES]
+        _bind_read_only(cmd, made, HUGE_PAGES, "--ro-bind-try")
     for path in readable_paths():
-        for parent in _ancestors(path):
-            if parent not in made:  # bwrap would make it 0700: unreadable for `nobody`
-                cmd += ["--perms", "0755", "--dir", parent]
-                made.add(parent)
-        cmd += ["--ro-bind", path, path]
-        made.add(path)
+        _bind_read_only(cmd, made, path)
     for path in hidden_paths():
         cmd += ["--perms", "0000", "--tmpfs", path]
     cmd += ["--chdir", SCRATCH, "--"]
@@ -146,6 +138,16 @@ def command(argv: list[str], sizes: Sizes = Sizes(),
                 f"--regid={SANDBOX_UID}", "--clear-groups", "--inh-caps=-all",
                 "--bounding-set=-all", "--no-new-privs", "--"]
     return cmd + _without_user_namespaces(bwrap) + argv
+
+
+def _bind_read_only(cmd: list[str], made: set[str], path: str, how: str = "--ro-bind") -> None:
+    """`path` bound read-only (`how`), after the folders above it that are not there yet."""
+    for parent in _ancestors(path):
+        if parent not in made:  # bwrap would make it 0700: unreadable for `nobody`
+            cmd += ["--perms", "0755", "--dir", parent]
+            made.add(parent)
+    cmd += [how, path, path]
+    made.add(path)
 
 
 def _without_user_namespaces(bwrap: str) -> list[str]:
