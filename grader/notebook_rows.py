@@ -16,6 +16,10 @@ from nbgrader.api import BaseCell, Comment, Grade, GradeCell, TaskCell
 # The cell kinds a graded cell, a grade and a comment can belong to. nbgrader's finders look
 # for the second kind first, so where both have a cell of the same name, the second's is it.
 _GRADED, _COMMENTED = ("TaskCell", "GradeCell"), ("TaskCell", "SolutionCell")
+# Read together: a submission's grades and comments are both changed by SaveAutoGrades, so both
+# are read before the first change, and no query flushes a change half-way (one flush a notebook).
+_TOGETHER = {"find_grade": ("find_grade", "find_comment"),
+             "find_comment": ("find_grade", "find_comment")}
 
 
 class NotebookRows:
@@ -44,7 +48,8 @@ class NotebookRows:
         name, where = args[0], args[1:]
         if where == (self._notebook, self._assignment, self._student)[:len(where)]:
             if finder not in self._rows:
-                self._rows[finder] = self._read(finder)
+                for kind in _TOGETHER.get(finder, (finder,)):
+                    self._rows[kind] = self._read(kind)
             if name in self._rows[finder]:
                 return self._rows[finder][name]
         return getattr(self._gradebook, finder)(*args)

@@ -114,8 +114,8 @@ def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_cours
 
 def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_path,
                                                              monkeypatch):
-    """SaveAutoGradesOnce: nbgrader's rows, one commit a notebook; a notebook whose recording
-    fails half-way leaves none of its grades behind."""
+    """SaveAutoGradesOnce: nbgrader's rows, one commit a notebook, written in one flush; a
+    notebook whose recording fails half-way leaves none of its grades behind."""
     from nbgrader import utils
     from nbgrader.api import Gradebook, MissingEntry
     from sqlalchemy import event
@@ -123,7 +123,8 @@ def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_pa
 
     from grader.preprocessors import SaveAutoGradesOnce
 
-    inside, commits = [], []  # the student whose cells are being recorded; commits made
+    inside, commits, flushes = [], [], []  # the student whose cells are being recorded;
+    # the commits and flushes made meanwhile
     preprocess_cell = SaveAutoGradesOnce.preprocess_cell
 
     def watched(self, cell, resources, index):
@@ -137,8 +138,13 @@ def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_pa
         if inside:
             commits.append(inside[-1])
 
+    def count_flush(session, context):
+        if inside:
+            flushes.append(inside[-1])
+
     monkeypatch.setattr(SaveAutoGradesOnce, "preprocess_cell", watched)
     event.listen(Session, "after_commit", count)
+    event.listen(Session, "after_flush", count_flush)
     determine_grade = utils.determine_grade
 
     def fails_on_the_hidden_test(cell, log=None):
@@ -155,6 +161,7 @@ def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_pa
         assert (results["good"].score, results["wrong"].score) == (5, 2)
         assert sorted(commits) == ["good", "wrong"]  # nbgrader's own: 3 each (a commit per
         # graded or answer cell)
+        assert sorted(flushes) == ["good", "wrong"], "each notebook's rows in one flush"
 
         monkeypatch.setattr(utils, "determine_grade", fails_on_the_hidden_test)
         submit(tiny_course, subs, "unlucky", answered(tiny_course, "return 2 * x"))
@@ -162,6 +169,7 @@ def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_pa
                                                    progress=lambda m: 0)}
     finally:
         event.remove(Session, "after_commit", count)
+        event.remove(Session, "after_flush", count_flush)
     assert results["unlucky"].error
     with Gradebook(tiny_course.db_url) as gb:
         try:
