@@ -3,17 +3,16 @@
 Grades the sample class of one assignment (stages 1 and 2, in this process) and keeps what each
 call of a student's function sent (its arguments) and brought back (its value). Then, in this
 process, times each value's whole trip, encode + dumps on one side, loads + decode on the other
-(grader/sandbox/codec.py), in two formats: raw bytes after the JSON text (the codec) against
-the same messages with each tensor's bytes as base64 text inside the JSON (the codec before,
-its two tensor functions and JSON reading and writing, kept here as the baseline). Each figure
-is the least of `--repeats` passes over every value (the median in brackets).
+(grader/sandbox/codec.py), in two formats: MessagePack (the codec) against the same messages as
+JSON text with the tensors' raw bytes after it, found through {"B": [offset, length]} entries
+(the codec before, its dumps and loads kept here as the baseline). Each figure is the least of
+`--repeats` passes over every value (the median in brackets).
 
     .venv/bin/python bench/codec.py [ASSIGNMENT] [--repeats R]
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import statistics
@@ -61,36 +60,53 @@ def _no_reference(obj):
     raise LookupError
 
 
-_RAW_ENCODE, _RAW_DECODE = codec.encode_tensor, codec.decode_tensor
+_RAW = b"\0"  # between the JSON text and the raw bytes
 
 
-def _base64_tensor(t: torch.Tensor) -> dict:
-    """The codec's encode_tensor before: the bytes as base64 text."""
-    node = _RAW_ENCODE(t)
-    if "data" in node:
-        node["data"] = base64.b64encode(node["data"]).decode("ascii")
-    return node
+def _json_dumps(message: dict) -> bytes:
+    """The codec's dumps before: JSON text, a NUL byte, then the raw bytes its tree holds (each
+    `bytes` value becomes {"B": [offset, length]} into them)."""
+    raw, size = [], 0
+
+    def place(value):
+        nonlocal size
+        if type(value) is not bytes:
+            raise TypeError(f"{type(value).__name__} is not data")
+        raw.append(value)
+        size += len(value)
+        return {"B": [size - len(value), len(value)]}
+
+    data = json.dumps(message, allow_nan=False, default=place).encode("utf-8")
+    return b"".join([data, _RAW, *raw]) if raw else data
 
 
-def _base64_decode_tensor(node: dict) -> torch.Tensor:
-    """The codec's decode_tensor before: the bytes from base64 text (validated), then the same
-    checks and the same tensor."""
-    if "data" in node:
-        node["data"] = base64.b64decode(node["data"], validate=True)
-    return _RAW_DECODE(node)
+def _json_loads(data: bytes) -> dict:
+    """The codec's loads before: the JSON tree, with the raw bytes put back where it says."""
+    end = data.find(_RAW)
+    text, raw = (data, b"") if end < 0 else (data[:end], memoryview(data)[end + 1:])
+    size = len(raw)
+
+    def bytes_at(obj: dict):
+        if len(obj) != 1 or type(span := obj.get("B")) is not list:
+            return obj
+        start, length = span if len(span) == 2 else (None, None)
+        if type(start) is not int or type(length) is not int or start < 0 or length < 0 \
+                or start + length > size:
+            raise codec.CodecError("raw bytes outside the message")
+        return bytes(raw[start:start + length])
+
+    return json.loads(text.decode("utf-8"), object_hook=bytes_at if end >= 0 else None)
 
 
 @contextlib.contextmanager
-def base64_text():
-    """The codec as it was: tensors' bytes as base64 text in a JSON message."""
-    saved = codec.encode_tensor, codec.decode_tensor, codec.dumps, codec.loads
-    codec.encode_tensor, codec.decode_tensor = _base64_tensor, _base64_decode_tensor
-    codec.dumps = lambda message: json.dumps(message, allow_nan=False).encode("utf-8")
-    codec.loads = lambda data: json.loads(data.decode("utf-8"))
+def json_text():
+    """The codec as it was: a JSON message, the tensors' bytes after its text."""
+    saved = codec.dumps, codec.loads
+    codec.dumps, codec.loads = _json_dumps, _json_loads
     try:
         yield
     finally:
-        codec.encode_tensor, codec.decode_tensor, codec.dumps, codec.loads = saved
+        codec.dumps, codec.loads = saved
 
 
 def trip(value):
@@ -106,12 +122,12 @@ def main(argv: list[str]) -> int:
         calls = crossed(args.assignment, Path(tmp))
     values = [v for call in calls for v in call]  # what went out, what came back
     for value in values:  # both formats bring back exactly what was sent
-        for fmt in (contextlib.nullcontext, base64_text):
+        for fmt in (contextlib.nullcontext, json_text):
             with fmt():
                 back, _ = trip(value)
             assert _same(back, value), f"{fmt.__name__}: a value came back changed"
-    raw_bytes = sum(trip(v)[1] for v in values)
-    with base64_text():
+    packed_bytes = sum(trip(v)[1] for v in values)
+    with json_text():
         text_bytes = sum(trip(v)[1] for v in values)
         before = cpu_of(trip, values, args.repeats)
     after = cpu_of(trip, values, args.repeats)
@@ -119,11 +135,11 @@ def main(argv: list[str]) -> int:
     print(f"{n} calls of a student's function grading the sample class of {args.assignment}: "
           f"arguments out, value back; least of {args.repeats} passes (median in brackets), "
           "us per call:")
-    for name, runs, size in (("base64 text in the JSON (before)", before, text_bytes),
-                             ("raw bytes after the JSON (codec)", after, raw_bytes)):
+    for name, runs, size in (("JSON, raw bytes after it (before)", before, text_bytes),
+                             ("MessagePack (codec)", after, packed_bytes)):
         print(f"  {name:<34} {1e6 * min(runs) / n:7.1f}  ({1e6 * statistics.median(runs) / n:.1f})"
               f"   {size / n / 1000:.1f} kB a call")
-    print(f"raw bytes: {min(before) / min(after):.2f} x less CPU for the values' trips, "
+    print(f"MessagePack: {min(before) / min(after):.2f} x less CPU for the values' trips, "
           f"{1e6 * (min(before) - min(after)) / n:.1f} us a call, in one process (in grading, "
           "each side pays its half in its own process)")
     return 0

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgpack
 import nbformat
 from nbformat.v4 import new_code_cell
 
@@ -135,7 +136,7 @@ def huge_stored_outputs(nb):
 
 
 # The answer sends the grader replies of its own over the connection it finds in its process
-# (each a JSON text, a NUL byte, then raw bytes: grader/sandbox/codec.py), then answers.
+# (each a MessagePack map: grader/sandbox/codec.py), then answers.
 FORGED = '''
 import gc
 from multiprocessing.connection import Connection
@@ -145,10 +146,22 @@ def softmax(x, dim=-1):
         for message in %s:
             conn.send_bytes(message)
     return torch.zeros_like(x)'''
-TENSOR = '{"T": "tensor", "dtype": "float32", "shape": [4], "device": "cpu", "data": %s}'
-OUTSIDE = repr([b'{"ok": true, "value": %s}\0ab' % (TENSOR % '{"B": [0, 99999]}').encode()])
-MISPLACED = repr([b'{"ok": true, "value": {"B": [0, 2]}, "stdout": {"B": [0, 2]}}\0ab',
-                  b'{"ok": true, "value": %s}\0ab' % (TENSOR % '{"B": [0, 2]}').encode()])
+
+
+def _tensor(data) -> dict:
+    return {"T": "tensor", "dtype": "float32", "shape": [4], "device": "cpu", "data": data}
+
+
+def _packed(message: dict) -> bytes:
+    return msgpack.packb(message, use_bin_type=True)
+
+
+# A reply whose tensor's bytes are said (by the length before them) to run 99,999 bytes, past
+# the message's end: the message is cut two bytes in.
+_LONG = _packed({"ok": True, "value": _tensor(b"a" * 99_999)})
+OUTSIDE = repr([_LONG[:len(_LONG) - 99_997]])
+MISPLACED = repr([_packed({"ok": True, "value": b"ab", "stdout": b"ab"}),
+                  _packed({"ok": True, "value": _tensor(b"ab")})])
 
 
 def _wrong_with(extra: str) -> dict:
@@ -267,7 +280,7 @@ torch.Tensor.softmax = lambda self, dim=-1, **k: torch.zeros_like(self)''',
                    "softmax": "import os\ndef softmax(x, dim=-1):\n    os._exit(3)"},
                flags={"crash"}),
         Attack("forged_reply", "the answer writes a reply of its own into the grader's "
-               "connection, its tensor's raw bytes said to lie past the message's end",
+               "connection, its tensor's bytes said to run past the message's end",
                replace=_wrong_with("") | {"softmax": FORGED % OUTSIDE}, flags={"crash"}),
         Attack("forged_values", "the answer writes replies of its own: raw bytes where a value "
                "and the printed text belong, a tensor given too few bytes",
