@@ -11,9 +11,11 @@ In one run, on the same N synthetic submissions (the sample class's stories, rep
              process is their subreaper, so even the fork server's CPU is collected). The two
              sizes give CPU per notebook (the slope) and the start-up paid once (the rest);
   test work  the notebook's cells alone, executed in this interpreter, which has already
-             imported torch: the work no grader can avoid (each distinct notebook R times),
-             each notebook as in a kernel of its own (the reference outputs the grader
-             remembers across notebooks, grader/checks/memo.py, are forgotten).
+             imported torch: the work no grader can avoid (each distinct notebook R times, one
+             pass over them before each pair of our runs, so a slow spell of the machine hits
+             both sides of the ratio), each notebook as in a kernel of its own (the reference
+             outputs the grader remembers across notebooks, grader/checks/memo.py, are
+             forgotten).
 
 Prints wall times and their ratio, CPU per notebook against the test work and the start-up,
 each estimated twice with the same statistic on both sides (from the least runs, and from the
@@ -137,29 +139,32 @@ def plain_nbgrader(course: Course, assignment: str, students, submissions: Path)
     return time.perf_counter() - start
 
 
-def test_work(course: Course, assignment: str, students, submissions: Path,
-              repeats: int) -> tuple[float, float, list[float]]:
-    """CPU seconds per notebook to run its cells (hidden tests restored) in this process: each
-    distinct notebook `repeats` times, weighted as the class has them. Returns (per notebook
-    from each notebook's least, from each one's median, the class's per-repeat means: their
-    spread)."""
+def test_work_pass(course: Course, assignment: str, students, submissions: Path) -> dict:
+    """CPU seconds to run each distinct notebook's cells (hidden tests restored) in this
+    process, once: {story: seconds}."""
     source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)
+    first = {s.story: s for s in reversed(students)}  # each distinct notebook once
+    cpu = {}
+    for story, s in first.items():
+        nb = nbformat.read(submissions / s.id / assignment / f"{assignment}.ipynb", 4)
+        _restore_locked(nb, source)
+        cpu[story] = _exec_cells(nb)
+    return cpu
+
+
+def test_work(students, runs: dict[str, list[float]]) -> tuple[float, float, list[float]]:
+    """CPU seconds per notebook of the test work, from `runs` ({story: seconds of each pass}),
+    weighted as the class has the stories. Returns (per notebook from each notebook's least,
+    from each one's median, the class's per-pass means: their spread)."""
     counts: dict[str, int] = {}
     for s in students:
         counts[s.story] = counts.get(s.story, 0) + 1
-    first = {s.story: s for s in reversed(students)}  # each distinct notebook once
-    runs: dict[str, list[float]] = {}
-    for _ in range(repeats):
-        for story, s in first.items():
-            nb = nbformat.read(submissions / s.id / assignment / f"{assignment}.ipynb", 4)
-            _restore_locked(nb, source)
-            runs.setdefault(story, []).append(_exec_cells(nb))
-    n = len(students)
+    n, passes = len(students), len(next(iter(runs.values())))
     least = sum(min(runs[story]) * k for story, k in counts.items()) / n
     median = sum(statistics.median(runs[story]) * k for story, k in counts.items()) / n
-    per_repeat = [sum(runs[story][r] * k for story, k in counts.items()) / n
-                  for r in range(repeats)]
-    return least, median, per_repeat
+    per_pass = [sum(runs[story][r] * k for story, k in counts.items()) / n
+                for r in range(passes)]
+    return least, median, per_pass
 
 
 def _exec_cells(nb) -> float:
@@ -317,18 +322,21 @@ def main(argv: list[str]) -> int:
         release(template, ASSIGNMENT)
         import torch  # noqa: F401 - the test work is measured with torch already imported
 
-        test_work(plain_course, ASSIGNMENT, students, tmp / "submissions", 1)  # warm-up: the
-        # first use of an operator or of the meta device costs extra once, in any interpreter
-        work, work_median, work_runs = test_work(plain_course, ASSIGNMENT, students,
-                                                 tmp / "submissions", repeats)
+        test_work_pass(plain_course, ASSIGNMENT, students, tmp / "submissions")  # warm-up:
+        # the first use of an operator or of the meta device costs extra once, in any interpreter
         plain = plain_nbgrader(plain_course, ASSIGNMENT, students, tmp / "submissions")
-        walls, cpus, smalls = [], [], []
-        for _ in range(repeats):  # interleaved: a slow spell of the machine hits both sizes
+        walls, cpus, smalls, runs = [], [], [], {}
+        for _ in range(repeats):  # interleaved: a slow spell of the machine hits both sizes of
+            # our runs and the test work alike
+            for story, cpu in test_work_pass(plain_course, ASSIGNMENT, students,
+                                             tmp / "submissions").items():
+                runs.setdefault(story, []).append(cpu)
             wall, cpu = run_ours(template.root, ASSIGNMENT, tmp / "submissions", tmp)
             _, cpu_small = run_ours(template.root, ASSIGNMENT, fewer, tmp)
             walls.append(wall)
             cpus.append(cpu)
             smalls.append(cpu_small)
+        work, work_median, work_runs = test_work(students, runs)
         parts, floor = startup_parts(workers)
         costs = stage_costs_fresh(max(small, 5))
     ours = statistics.median(walls)
@@ -345,8 +353,8 @@ def main(argv: list[str]) -> int:
     print(f"ours, {workers} workers, end to end  {median_spread(walls, ' s', 1)}")
     print(f"speed-up                     {plain / ours:7.1f} x  (target >= 20)")
     print(f"test work alone              {work:7.3f} s CPU per notebook (each notebook's least "
-          f"of {repeats}; median {work_median:.3f}; class mean per repeat "
-          f"{min(work_runs):.3f}-{max(work_runs):.3f})")
+          f"of {repeats}, each pass beside a pair of our runs; median {work_median:.3f}; "
+          f"class mean per pass {min(work_runs):.3f}-{max(work_runs):.3f})")
     print(f"ours, CPU of a whole run     {median_spread(cpus, ' s', 1)}; a third of the class "
           f"{median_spread(smalls, ' s', 1)}")
     for name, (slope, startup, ratio) in estimates.items():
