@@ -18,8 +18,7 @@ from nbgrader.api import BaseCell, Comment, Grade, GradeCell, TaskCell
 _GRADED, _COMMENTED = ("TaskCell", "GradeCell"), ("TaskCell", "SolutionCell")
 # Read together: a submission's grades and comments are both changed by SaveAutoGrades, so both
 # are read before the first change, and no query flushes a change half-way (one flush a notebook).
-_TOGETHER = {"find_grade": ("find_grade", "find_comment"),
-             "find_comment": ("find_grade", "find_comment")}
+_TOGETHER = ("find_grade", "find_comment")
 
 
 class NotebookRows:
@@ -48,7 +47,7 @@ class NotebookRows:
         name, where = args[0], args[1:]
         if where == (self._notebook, self._assignment, self._student)[:len(where)]:
             if finder not in self._rows:
-                for kind in _TOGETHER.get(finder, (finder,)):
+                for kind in _TOGETHER if finder in _TOGETHER else (finder,):
                     self._rows[kind] = self._read(kind)
             if name in self._rows[finder]:
                 return self._rows[finder][name]
