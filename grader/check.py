@@ -15,6 +15,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from grader.course import CELL_TIMEOUT, KERNEL_ARGS, setup_process
 from grader.notebooks import read_notebook
+from grader.threads import ONE_THREAD
 
 
 @dataclass
@@ -41,7 +42,7 @@ def kernel_environment() -> dict[str, str]:
     """The student's environment, with PyTorch on one thread: the course's models are tiny, and
     on a laptop's busy cores thread hand-offs cost more than the arithmetic (bench/
     autograde_one.py prints how long a student waits for this check, per assignment)."""
-    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return {**os.environ, **ONE_THREAD}
 
 
 def run_visible_tests(path: Path, timeout: int = CELL_TIMEOUT) -> list[TestResult]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from grader.course import COURSE_ID
 from grader.hub.layout import Hub
+from grader.threads import ONE_THREAD
 
 STUDENT_NBGRADER = '''\
 # Written by `python -m grader hub`: a student's server.
@@ -69,7 +70,7 @@ def _write(path: Path, text: str) -> None:
 def server_environment(hub: Hub, user: str) -> dict[str, str]:
     """The environment of `user`'s server (the spawner adds HOME, USER, SHELL)."""
     env = {"PATH": f"{hub.env / 'bin'}:/usr/local/bin:/usr/bin:/bin",
-           "JUPYTER_PLATFORM_DIRS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+           "JUPYTER_PLATFORM_DIRS": "1", **ONE_THREAD}
     if user == hub.instructor:
         env.update(JUPYTER_CONFIG_PATH=str(hub.config("instructor")), PYTHONPATH=str(hub.lib),
                    GRADER_COURSE=str(hub.course), GRADER_EXCHANGE=str(hub.exchange))

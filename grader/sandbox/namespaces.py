@@ -31,6 +31,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.threads import ONE_THREAD
+
 log = logging.getLogger(__name__)
 
 SANDBOX_UID = 65534  # nobody
@@ -60,8 +62,7 @@ def environment() -> dict[str, str]:
     env = {"PATH": "/usr/bin:/bin", "HOME": SCRATCH, "TMPDIR": "/tmp", "LANG": "C.UTF-8",
            "USER": "student", "LOGNAME": "student", "MPLBACKEND": "Agg",
            "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython",
-           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "NBGRADER_EXECUTION": "autograde"}
+           "PYTHONDONTWRITEBYTECODE": "1", "NBGRADER_EXECUTION": "autograde", **ONE_THREAD}
     env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
     return env
 

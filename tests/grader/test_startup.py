@@ -487,6 +487,25 @@ def test_the_fork_server_starts_without_the_collector_and_freezes_what_it_made()
         assert enabled and frozen > 100_000 and full == 0, seen
 
 
+def _fork_servers_threads(meeting):
+    import os
+
+    _meet_the_other_pool_process(meeting)
+    with open(f"/proc/{os.getppid()}/status") as f:  # the fork server, this process's parent
+        threads = next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+    return threads, os.environ.get("OPENBLAS_NUM_THREADS"), os.environ.get("OMP_NUM_THREADS")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: no library starts a "
+                    "second thread on it anyway")
+def test_the_fork_server_keeps_to_one_thread():
+    # numpy's OpenBLAS starts a thread per core as it loads, and PyTorch's OpenMP one per core
+    # at the warm-up's first parallel operation; each spins for a while before it sleeps (0.1-
+    # 0.2 s of the server's CPU a run). Its pool processes are each one judge on one core.
+    seen = _ask_each_pool_process(_fork_servers_threads)
+    assert seen == [(1, "1", "1")] * 2, seen
+
+
 def _grade_then_list_gradebook_modules(meeting, task):
     import sys
 
