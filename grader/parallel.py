@@ -176,6 +176,39 @@ def _context(preload: list[str]):
     return context
 
 
+FORK_SERVER_WAIT = 60.0  # seconds a pool waits for its fork server before going on regardless
+
+
+def fork_server_ready(context, seconds: float = FORK_SERVER_WAIT) -> bool:
+    """Wait until the pool's fork server has finished its imports, or `seconds` have passed
+    (whether it had). The server forks nothing before its imports are done: an empty first
+    process, forked and ended, shows they are (a few milliseconds of CPU). It is waited for in a
+    thread, so that a server that never gets there delays nothing past `seconds`."""
+    import threading
+
+    def first() -> None:
+        with contextlib.suppress(Exception):  # the pool's own processes meet it again
+            process = context.Process(target=_started)
+            process.start()
+            process.join()
+
+    waiting = threading.Thread(target=first, daemon=True)
+    waiting.start()
+    waiting.join(seconds)
+    return not waiting.is_alive()
+
+
+def sandboxes_at_once(workers: int) -> int:
+    """How many of the pool's sandbox servers start as soon as the pool is made; the others
+    start once its fork server has finished its imports. Each imports torch (about a second of
+    CPU), as the fork server does, while this command still works: started all at once, the
+    start-ups outnumber the cores and take turns on each, every turn flushing the caches of the
+    one before. So at once only as many as there are cores besides this command's and the fork
+    server's: none on 2 cores, where a run of 30 took about 0.5 s less CPU in the same wall time
+    (docs/performance-log.md, twenty-fourth round)."""
+    return max(0, min(workers, len(os.sched_getaffinity(0)) - 2))
+
+
 def start_fork_server(preload: list[str] = PRELOAD) -> None:
     """Start the pool's fork server now, before a pool is made: it imports torch (seconds) while
     the command imports nbgrader and prepares the notebooks. (Were nothing left to grade, its
@@ -198,13 +231,17 @@ class LocalPool:
 
         self.workers = workers
         context = _context(preload)
-        # A sandbox server per process, launched now, so that each imports torch while the fork
-        # server does (the pool's processes, forked from it, would start theirs only after it).
+        # A sandbox server per process, launched by this command (the pool's processes, forked
+        # from the fork server, would start theirs only once each was forked): some now, the
+        # rest once the fork server's imports are done (sandboxes_at_once).
         self.launched, confined = [], None
         with contextlib.suppress(Exception):  # a failure is met again, and reported, by a task
             confined = confinement(unconfined)
-            self.launched = [launch(confined, sandbox_preload, worker_cpu(i))
-                             for i in range(workers)]
+            at_once = sandboxes_at_once(workers)
+            for i in range(workers):
+                if i == at_once:
+                    fork_server_ready(context)
+                self.launched.append(launch(confined, sandbox_preload, worker_cpu(i)))
         handed = [handle for handle, _ in self.launched]
         self.pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_pool_init,
                                         initargs=(unconfined, confined, handed,

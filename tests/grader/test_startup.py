@@ -129,8 +129,9 @@ def _sandbox_of_this_process(meeting):
 
 def test_pool_processes_start_their_sandboxes_before_any_task():
     # Start-up overlaps with the command's own work (stage 1): the sandbox servers are
-    # launched by the command when the pool is made (they import torch while the fork server
-    # does), each taken by one of the pool's processes before the first notebook arrives.
+    # launched by the command when the pool is made (those beyond the cores left free once the
+    # fork server has finished its imports), each taken by one of the pool's processes before
+    # the first notebook arrives.
     import os
     import time
 
@@ -181,6 +182,57 @@ def test_each_judge_keeps_to_one_core_with_its_students_processes():
     assert all(len(cores) == 1 and cores == pair[0] for pair in pairs for cores in pair), pairs
     assert pairs[0][0] != pairs[1][0], pairs
     assert os.sched_getaffinity(0) == before
+
+
+def test_sandboxes_start_at_once_only_on_cores_left_free(monkeypatch):
+    # The command and the fork server each keep a core busy while a pool is made; a sandbox
+    # server started besides them on a core of theirs makes the start-ups take turns.
+    from grader import parallel
+
+    for cores, workers, at_once in [(1, 1, 0), (2, 2, 0), (3, 3, 1), (4, 2, 2), (8, 8, 6)]:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
+        assert parallel.sandboxes_at_once(workers) == at_once, (cores, workers)
+
+
+def test_the_other_sandboxes_start_once_the_fork_server_has_finished_its_imports(tmp_path):
+    # The first of two sandbox servers starts at once, the second only once the fork server's
+    # imports are done: here a module that takes two seconds and leaves a mark as it ends.
+    (tmp_path / "slow_preload.py").write_text(
+        "import pathlib, time\n"
+        "time.sleep(2)\n"
+        f"pathlib.Path({str(tmp_path / 'imported')!r}).write_text('done')\n")
+    out = _fresh(
+        "import json, os\n"
+        f"os.environ['PYTHONPATH'] = {str(tmp_path)!r}  # the fork server's path\n"
+        "from grader import parallel\n"
+        "from grader.sandbox import session\n"
+        "real, seen = session.launch, []\n"
+        "def launch(*args, **kwargs):\n"
+        f"    seen.append(os.path.exists({str(tmp_path / 'imported')!r}))\n"
+        "    return real(*args, **kwargs)\n"
+        "session.launch = launch\n"
+        "parallel.sandboxes_at_once = lambda workers: 1\n"
+        "pool = parallel.LocalPool(2, preload=['slow_preload'])\n"
+        "pool.close()\n"
+        "print(json.dumps(seen))")
+    assert json.loads(out) == [False, True]
+
+
+def test_waiting_for_the_fork_server_gives_up_after_its_time(tmp_path):
+    # A fork server that never finishes its imports delays the pool by the time given, no more.
+    (tmp_path / "stuck_preload.py").write_text("import time\ntime.sleep(600)\n")
+    out = _fresh(
+        "import os, time\n"
+        f"os.environ['PYTHONPATH'] = {str(tmp_path)!r}  # the fork server's path\n"
+        "from grader import parallel\n"
+        "start = time.monotonic()\n"
+        "ready = parallel.fork_server_ready(parallel._context(['stuck_preload']), 1.0)\n"
+        "print(ready, round(time.monotonic() - start))\n"
+        "import signal\n"
+        "from multiprocessing import forkserver\n"
+        "os.kill(forkserver._forkserver._forkserver_pid, signal.SIGKILL)\n"
+        "os._exit(0)")
+    assert out.split() == ["False", "1"]
 
 
 def test_the_fork_server_starts_importing_torch_before_any_pool_exists():
