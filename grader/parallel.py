@@ -17,9 +17,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbformat
-
-from grader.notebooks import handover
 from grader.sandbox.run import Plan
 
 
@@ -51,6 +48,9 @@ def fingerprint(folder: Path) -> str:
 def execute(task: Task) -> dict:
     """Execute each notebook of one submission. Returns {"notebooks": {name: executed notebook
     JSON}, "flags": [...], "seconds": wall time, "executed_by": "host:pid"}."""
+    import nbformat  # (here: the command starts the fork server before importing it)
+
+    from grader.notebooks import handover
     from grader.sandbox.run import run_notebook
     from grader.status import unique
 

@@ -39,6 +39,18 @@ def test_the_grading_command_never_imports_torch():
     assert json.loads(loaded) == []
 
 
+def test_the_command_starts_the_fork_server_before_importing_nbformat():
+    # What `autograde` imports before it starts the fork server delays the server's torch, and
+    # with it the sandboxes, which start once the server is done (grader.parallel): nbformat
+    # and its schema validator (70 ms) come after.
+    loaded = _fresh(
+        "import json, sys\n"
+        "import grader.cli\n"
+        "from grader.parallel import preload_for, start_fork_server\n"
+        "print(json.dumps([m for m in ('nbformat', 'jsonschema') if m in sys.modules]))")
+    assert json.loads(loaded) == []
+
+
 def test_the_pool_never_imports_nbgrader():
     # What pool processes are forked from: torch and the judge, not nbgrader's server extensions.
     loaded = _fresh(
