@@ -159,7 +159,7 @@ def test_pool_processes_start_their_sandboxes_before_any_task():
     finally:
         pool.close()
     assert len(seen) == 2
-    assert all(len(sandboxes) == 1 for sandboxes in seen.values())  # one sandbox each
+    assert all(len(sandboxes) == 1 for sandboxes in seen.values()), seen  # one sandbox each
     (running, launcher, one), = seen.popitem()[1]
     (running_too, launcher_too, other), = seen.popitem()[1]
     assert running and running_too and one != other
