@@ -227,35 +227,54 @@ class LocalPool:
         import threading
         from concurrent.futures import ProcessPoolExecutor
 
-        from grader.sandbox.session import confinement, launch
+        from grader.sandbox.session import confinement
 
         self.workers = workers
         context = _context(preload)
-        # A sandbox server per process, launched by this command (the pool's processes, forked
-        # from the fork server, would start theirs only once each was forked): some now, the
-        # rest once the fork server's imports are done (sandboxes_at_once).
         self.launched, confined = [], None
         with contextlib.suppress(Exception):  # a failure is met again, and reported, by a task
             confined = confinement(unconfined)
-            at_once = sandboxes_at_once(workers)
-            for i in range(workers):
-                if i == at_once:
-                    fork_server_ready(context)
-                self.launched.append(launch(confined, sandbox_preload, worker_cpu(i)))
-        handed = [handle for handle, _ in self.launched]
+        self._handed = []  # the sandbox servers' sockets, each taken by one pool process
         self.pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_pool_init,
-                                        initargs=(unconfined, confined, handed,
+                                        initargs=(unconfined, confined, self._handed,
                                                   context.Value("i", 0), tuple(sandbox_preload)))
-        # The executor starts a process per task submitted while none is idle, and the first
-        # start waits for the fork server to import torch: started here, in the background, all
-        # of them, so that start-up overlaps with the command's own work.
-        threading.Thread(target=self._start_processes, daemon=True).start()
+        # The pool's start-up, in the background, while this command prepares the notebooks.
+        self._handed_out, self._closed = threading.Event(), threading.Event()
+        threading.Thread(target=self._start, daemon=True,
+                         args=(context, confined, tuple(sandbox_preload))).start()
 
-    def _start_processes(self):
-        with contextlib.suppress(Exception):  # a pool closed meanwhile: nothing to start
-            for _ in range(self.workers):
-                self.pool.submit(_started)  # starting a process sends it the sockets
-        self._let_go()
+    def _start(self, context, confined, sandbox_preload: tuple[str, ...]) -> None:
+        """A sandbox server per pool process, launched by this command (the pool's processes,
+        forked from the fork server, would start theirs only once each was forked): some now,
+        the rest once the fork server's imports are done (sandboxes_at_once). Then the pool's
+        processes: the executor starts one per task submitted while none is idle, so they are
+        started here, all of them, each taking its server's socket (_pool_init).
+        The thread then stays until the pool is closed: bwrap ends a sandbox when the thread
+        that started it ends (--die-with-parent, the kernel's parent-death signal, follows the
+        thread, not the process)."""
+        from grader.sandbox.session import launch
+
+        try:
+            with contextlib.suppress(Exception):  # met again, and reported, by a task
+                if confined is not None:
+                    at_once = sandboxes_at_once(self.workers)
+                    for i in range(self.workers):
+                        if i == at_once:
+                            fork_server_ready(context)
+                        self.launched.append(launch(confined, sandbox_preload, worker_cpu(i)))
+            self._handed.extend(handle for handle, _ in self.launched)  # before any process
+            with contextlib.suppress(Exception):  # a pool closed meanwhile: nothing to start
+                for _ in range(self.workers):
+                    self.pool.submit(_started)  # starting a process sends it the sockets
+            self._let_go()
+        finally:
+            self._handed_out.set()
+        self._closed.wait()
+
+    def _started_up(self) -> None:
+        """Wait until _start has launched the sandbox servers and started the pool's processes
+        (each with its server)."""
+        self._handed_out.wait()
 
     def _let_go(self) -> None:
         """Close this process's ends of the servers' sockets (the pool's processes have theirs):
@@ -264,14 +283,17 @@ class LocalPool:
             handle.sock.close()
 
     def _reap(self, kill: bool) -> None:
+        self._started_up()
         self._let_go()
         for _, proc in self.launched:
             with contextlib.suppress(Exception):
                 if kill:
                     proc.kill()
                 proc.wait(5)
+        self._closed.set()  # _start's thread ends
 
     def submit(self, task: Task):
+        self._started_up()  # (a process started for the task instead would find no server)
         return self.pool.submit(execute, task)
 
     def done(self, futures, timeout: float | None = None) -> set:
@@ -280,6 +302,7 @@ class LocalPool:
         return wait(futures, timeout=timeout, return_when=FIRST_COMPLETED).done
 
     def close(self):
+        self._started_up()  # every process it starts is then shut down with the others
         self.pool.shutdown(cancel_futures=True)
         self._reap(kill=False)
 

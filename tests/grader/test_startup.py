@@ -208,7 +208,8 @@ def test_sandboxes_start_at_once_only_on_cores_left_free(monkeypatch):
 
 def test_the_other_sandboxes_start_once_the_fork_server_has_finished_its_imports(tmp_path):
     # The first of two sandbox servers starts at once, the second only once the fork server's
-    # imports are done: here a module that takes two seconds and leaves a mark as it ends.
+    # imports are done: here a module that takes two seconds and leaves a mark as it ends. The
+    # command waits for neither: it goes on preparing the notebooks meanwhile.
     (tmp_path / "slow_preload.py").write_text(
         "import pathlib, time\n"
         "time.sleep(2)\n"
@@ -225,9 +226,10 @@ def test_the_other_sandboxes_start_once_the_fork_server_has_finished_its_imports
         "session.launch = launch\n"
         "parallel.sandboxes_at_once = lambda workers: 1\n"
         "pool = parallel.LocalPool(2, preload=['slow_preload'])\n"
+        f"made = os.path.exists({str(tmp_path / 'imported')!r})\n"
         "pool.close()\n"
-        "print(json.dumps(seen))")
-    assert json.loads(out) == [False, True]
+        "print(json.dumps([made, seen]))")
+    assert json.loads(out) == [False, [False, True]]
 
 
 def test_waiting_for_the_fork_server_gives_up_after_its_time(tmp_path):
