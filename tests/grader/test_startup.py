@@ -141,9 +141,10 @@ def _sandbox_of_this_process(meeting):
 
 def test_pool_processes_start_their_sandboxes_before_any_task():
     # Start-up overlaps with the command's own work (stage 1): the sandbox servers are
-    # launched by the command when the pool is made (those beyond the cores left free once the
-    # fork server has finished its imports), each taken by one of the pool's processes before
-    # the first notebook arrives.
+    # launched by a thread of the pool (those beyond the cores left free once the fork server
+    # has finished its imports), each taken by one of the pool's processes before the first
+    # notebook arrives, and each still running once that thread has done its work (bwrap ends
+    # a sandbox when the thread that started it ends).
     import os
     import time
 
