@@ -140,8 +140,9 @@ def _pool_init(unconfined: bool, confined, launched: list, taken,
     if confined is not None:  # what the command found on this machine (None: it could not)
         adopt(unconfined, confined)
     torch.set_num_threads(1)  # one pool process per core already
-    # One of the sandbox servers the command launched with the pool (they import torch while
-    # the fork server does); each process takes a different one and closes the others' sockets.
+    # One of the sandbox servers the command launched with the pool (LocalPool._start, before
+    # any pool process starts); each process takes a different one and closes the others'
+    # sockets.
     # A process that finds none left (more processes than servers) starts its own when needed.
     with taken.get_lock():
         mine = taken.value
