@@ -39,9 +39,10 @@ def _first_error(cell) -> str | None:
 
 
 def kernel_environment() -> dict[str, str]:
-    """The student's environment, with PyTorch on one thread: the course's models are tiny, and
-    on a laptop's busy cores thread hand-offs cost more than the arithmetic (bench/
-    autograde_one.py prints how long a student waits for this check, per assignment)."""
+    """The student's environment, with PyTorch and numpy on one thread each (grader.threads):
+    the course's models are tiny, and on a laptop's busy cores thread hand-offs cost more than
+    the arithmetic (bench/autograde_one.py prints how long a student waits for this check, per
+    assignment)."""
     return {**os.environ, **ONE_THREAD}
 
 
