@@ -13,9 +13,9 @@ In one run, on the same N synthetic submissions (the sample class's stories, rep
   test work  the notebook's cells alone, executed in this interpreter, which has already
              imported torch: the work no grader can avoid (each distinct notebook R times, one
              pass over them before each pair of our runs, so a slow spell of the machine hits
-             both sides of the ratio), each notebook as in a kernel of its own (the reference
-             outputs the grader remembers across notebooks, grader/checks/memo.py, are
-             forgotten).
+             both sides of the ratio), each notebook as in a kernel of its own (the memory of
+             reference outputs a judge keeps across notebooks, grader/checks/memo.py, is off,
+             as it is in a kernel).
 
 Prints wall times and their ratio, CPU per notebook against the test work and the start-up,
 each estimated twice with the same statistic on both sides (from the least runs, and from the
@@ -170,7 +170,9 @@ def test_work(students, runs: dict[str, list[float]]) -> tuple[float, float, lis
 def _exec_cells(nb) -> float:
     from grader.checks.memo import MEMO
 
-    MEMO.results.clear()  # as in its own kernel: the grader's memory across notebooks is ours
+    # As in a kernel of its own: the memory of reference outputs is a judge's, across notebooks
+    # (in one notebook, its keys cost more than the repeats it would save).
+    MEMO.enabled = False
     ns = {"__name__": "__main__"}
     start = time.process_time()
     for cell in nb.cells:

@@ -30,8 +30,10 @@ class Plan:
 def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[dict]:
     """Execute a sanitized notebook in place (student's cells in the sandbox, tests here);
     returns its flags."""
+    from grader.checks.memo import across_notebooks
     from grader.sandbox.judge import Judge  # torch: imported by the processes that execute
 
+    across_notebooks()  # the reference outputs, for the next notebook this process judges
     flags = [flag("suspicious", why) for cell in nb.cells
              if cell.cell_type == "code" and not is_test_cell(cell) for why in scan(cell.source)]
     judge = Judge(plan.files, frozenset(plan.answers.get(name, [])),

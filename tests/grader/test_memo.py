@@ -2,6 +2,7 @@
 result is provably a function of the arguments, so a remembered answer is never a wrong one."""
 
 import functools
+import subprocess
 import sys
 import types
 
@@ -10,7 +11,7 @@ import torch
 
 import solutions
 from grader.checks import CheckFailure, all_cases, compare_outputs
-from grader.checks.memo import Memo
+from grader.checks.memo import MEMO, Memo
 from solutions import mistakes
 
 
@@ -214,8 +215,10 @@ def test_the_memory_is_bounded():
     assert (memo.hits, memo.misses) == (1, 11)
 
 
-def test_a_student_after_a_remembered_reference_gets_the_same_verdict():
+def test_a_student_after_a_remembered_reference_gets_the_same_verdict(monkeypatch):
     """Grading with remembered outputs gives each student what a fresh judge would."""
+    monkeypatch.setattr(MEMO, "enabled", True)  # as in a judge (across_notebooks)
+    monkeypatch.setattr(MEMO, "results", type(MEMO.results)())
     q, k, v = qkv()
 
     def right(q, k, v):
@@ -233,6 +236,7 @@ def test_a_student_after_a_remembered_reference_gets_the_same_verdict():
             compare_outputs(unscaled, solutions.scaled_dot_product_attention, (q, k, v),
                             "sdpa", names=("output", "weights"),
                             likely_causes=mistakes.scaled_dot_product_attention)
+    assert MEMO.hits >= 4  # the second round's reference and mistakes came from memory
 
 
 def test_a_tensor_key_is_its_values_whatever_its_layout():
@@ -257,3 +261,21 @@ def test_a_tensor_key_is_its_values_whatever_its_layout():
     # one digest holds every tensor's bytes in a row: where one tensor ends is in the key
     row = torch.arange(6.0)
     assert key((row[:2], row[2:])) != key((row[:3], row[3:])) != key((row[:3], [row[3:]]))
+
+
+def test_the_memory_is_off_outside_a_judge():
+    """A student's kernel, `grader check` and a lecture run each notebook once, where keying
+    every call costs more than its repeats save: the memory starts off in every process, and
+    only a judge turns it on (grader.sandbox.run, tests/grader/test_pipeline.py)."""
+    found = subprocess.run([sys.executable, "-c", "from grader.checks.memo import MEMO; "
+                            "print(MEMO.enabled, len(MEMO.results))"],
+                           capture_output=True, text=True, check=True)
+    assert found.stdout.split() == ["False", "0"]
+
+
+def test_a_memory_that_is_off_works_out_every_call_and_keeps_nothing():
+    memo = Memo(enabled=False)
+    first = memo.call(solutions.scaled_dot_product_attention, *qkv())
+    again = memo.call(solutions.scaled_dot_product_attention, *qkv())
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    assert (memo.hits, memo.misses, len(memo.results)) == (0, 0, 0)

@@ -40,6 +40,17 @@ def executed(course, subs, student: str, body: str):
     return flags, execute(task)
 
 
+def test_a_judge_remembers_reference_outputs_for_its_next_notebooks(tiny_course, tmp_path,
+                                                                    monkeypatch):
+    # The memory of reference outputs (grader/checks/memo.py) starts off in every process; a
+    # process that judges a notebook turns it on for the notebooks it judges next.
+    from grader.checks.memo import MEMO
+
+    monkeypatch.setattr(MEMO, "enabled", False)
+    flags, outcome = executed(tiny_course, tmp_path / "submissions", "ada", "return 2 * x")
+    assert outcome["notebooks"] and MEMO.enabled
+
+
 def test_batch_grades_everyone_and_reports_bad_submissions(tiny_course, tmp_path):
     subs = tmp_path / "submissions"
     submit(tiny_course, subs, "good", answered(tiny_course, "return 2 * x"))
