@@ -18,9 +18,10 @@ is a detached copy of each tensor of the result (an input returned as it is must
 with the test that owns it), shared between later calls: callers only read it.
 
 The memory is on only in a process that judges notebooks (`across_notebooks`, called by
-grader.sandbox.run). Elsewhere (a student's kernel, `grader check`, a lecture) one notebook runs
-once: working out a key and guarding each first call against random numbers costs more than
-the few repeats inside a notebook save (self_attention's seven sample notebooks, each run in one
+grader.sandbox.run). Elsewhere (a kernel running an instructor's notebook with its hidden tests,
+the bench's test work; released notebooks' visible tests never call it) one notebook runs once:
+working out a key and guarding each first call against random numbers costs more than the few
+repeats inside a notebook save (self_attention's seven sample notebooks, each run in one
 process: 117-123 ms a notebook with the memory, forgotten before each, against 93-96 ms without).
 """
 
