@@ -13,6 +13,7 @@ a CUDA device was found and every test and every lecture passed.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -54,7 +55,15 @@ def run_tests(out: Path) -> int:
     return rc
 
 
+def kernel_path(pythonpath: str | None) -> str:
+    """PYTHONPATH for the lectures' kernels: what it was, then the repository. `make` installs
+    the `solutions` package into .venv, but a GPU machine with its own PyTorch has it only as a
+    folder here, and every lecture's kernel (started in lectures/) imports it."""
+    return os.pathsep.join([*filter(None, [pythonpath]), str(REPO)])
+
+
 def run_lectures(out: Path) -> int:
+    os.environ["PYTHONPATH"] = kernel_path(os.environ.get("PYTHONPATH"))  # kernels inherit it
     failed = 0
     for path in sorted((REPO / "lectures").glob("*.ipynb")):
         if not gpu_cells(nbformat.read(path, as_version=4)):

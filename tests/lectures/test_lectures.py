@@ -51,3 +51,28 @@ def test_gpu_cells_do_nothing_without_a_device(path):
     nb = nbformat.read(path, as_version=4)
     unguarded = [c.id for c in gpu_cells(nb) if "if torch.cuda.is_available():" not in c.source]
     assert not unguarded, f"{path.name}: cells {unguarded} use CUDA without checking for it"
+
+
+def test_gpu_check_kernels_find_the_reference_package(tmp_path):
+    """`make cuda-check` runs on a GPU machine with that machine's PyTorch, where `solutions` is
+    a folder of this repository, not an installed package: a lecture's kernel (started in
+    lectures/) must still import it. Checked in an interpreter without site-packages (-S), so the
+    editable install in .venv cannot be what finds it."""
+    import os
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests"))
+    try:
+        from cuda_checks import kernel_path
+    finally:
+        sys.path.remove(str(REPO / "tests"))
+    find = [sys.executable, "-S", "-c",
+            "import importlib.util as u; s = u.find_spec('solutions'); print(s and s.origin)"]
+    bare = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    alone = subprocess.run(find, cwd=tmp_path, env=bare, capture_output=True, text=True)
+    assert alone.stdout.strip() == "None"  # the check below would prove nothing otherwise
+    env = {**bare, "PYTHONPATH": kernel_path(str(tmp_path / "site"))}
+    found = subprocess.run(find, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert found.stdout.strip() == str(REPO / "solutions" / "__init__.py"), found.stderr
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / "site")  # carried wheels first
