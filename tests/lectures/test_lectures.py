@@ -5,6 +5,10 @@ Each lecture runs once per test run (the session's `executed_lectures`, tests/co
 into build/lectures/, where the site build (tests/site) picks it up instead of running it again.
 """
 
+import os
+import subprocess
+import sys
+
 import nbformat
 import pytest
 
@@ -53,20 +57,14 @@ def test_gpu_cells_do_nothing_without_a_device(path):
     assert not unguarded, f"{path.name}: cells {unguarded} use CUDA without checking for it"
 
 
-def test_gpu_check_kernels_find_the_reference_package(tmp_path):
+def test_gpu_check_kernels_find_the_reference_package(tmp_path, monkeypatch):
     """`make cuda-check` runs on a GPU machine with that machine's PyTorch, where `solutions` is
     a folder of this repository, not an installed package: a lecture's kernel (started in
     lectures/) must still import it. Checked in an interpreter without site-packages (-S), so the
     editable install in .venv cannot be what finds it."""
-    import os
-    import subprocess
-    import sys
+    monkeypatch.syspath_prepend(str(REPO / "tests"))  # the script's own additions undone too
+    from cuda_checks import kernel_path
 
-    sys.path.insert(0, str(REPO / "tests"))
-    try:
-        from cuda_checks import kernel_path
-    finally:
-        sys.path.remove(str(REPO / "tests"))
     find = [sys.executable, "-S", "-c",
             "import importlib.util as u; s = u.find_spec('solutions'); print(s and s.origin)"]
     bare = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
