@@ -265,9 +265,9 @@ def test_a_tensor_key_is_its_values_whatever_its_layout():
 
 
 def test_the_memory_is_off_outside_a_judge():
-    """A student's kernel, `grader check` and a lecture run each notebook once, where keying
-    every call costs more than its repeats save: the memory starts off in every process, and
-    only a judge turns it on (grader.sandbox.run, tests/grader/test_pipeline.py)."""
+    """Where one notebook runs once (an instructor's notebook in a kernel, the bench's test
+    work), keying every call costs more than its repeats save: the memory starts off in every
+    process, and only a judge turns it on (grader.sandbox.run, tests/grader/test_pipeline.py)."""
     found = subprocess.run([sys.executable, "-c", "from grader.checks.memo import MEMO; "
                             "print(MEMO.enabled, len(MEMO.results))"],
                            capture_output=True, text=True, check=True)
