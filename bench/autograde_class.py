@@ -4,18 +4,19 @@ In one run, on the same N synthetic submissions (the sample class's stories, rep
 
   plain      stock `nbgrader autograde`, one student after another (its default pipeline:
              every notebook in a fresh kernel that imports torch), each student once: the class
-             dealt into R slices (student i in slice i mod R), one slice timed beside each pair
+             dealt into R slices (student i in slice i mod R), one slice timed beside each slot
              of our runs, so a slow spell of the machine reaches both sides of the speed-up;
   ours       `python -m grader autograde` as an instructor runs it: a fresh command, one pool
              process per core forked from a server that imported torch once, students' code in
-             the sandbox, tests judged outside it. Run R times on the class of N and R times on
-             a class of N/3, interleaved (the larger first in every other slot); CPU is counted
+             the sandbox, tests judged outside it. Run R times on each of three sizes of class
+             (class_sizes: N, N/3 and one submission a worker), the sizes in turn in each slot
+             (largest first in every other slot, smallest first in the others); CPU is counted
              for every process of the run (this process is their subreaper, so even the fork
-             server's CPU is collected). The two sizes give CPU per notebook (the slope) and
-             the start-up paid once (the rest);
+             server's CPU is collected). A line through the sizes gives CPU per notebook (its
+             slope) and the start-up paid once (where it meets a class of none);
   test work  the notebook's cells alone, executed in this interpreter, which has already
              imported torch: the work no grader can avoid (each distinct notebook R times, one
-             pass over them before each pair of our runs, so a slow spell of the machine hits
+             pass over them before each slot of our runs, so a slow spell of the machine hits
              both sides of the ratio), each notebook as in a kernel of its own (the memory of
              reference outputs a judge keeps across notebooks, grader/checks/memo.py, is off,
              as it is in a kernel).
@@ -230,6 +231,30 @@ def sandbox_costs(k: int = 20) -> None:
               f"{1000 * turns[0]:.1f}-{1000 * turns[-1]:.1f} ms over {k} turns")
 
 
+def class_sizes(n: int, workers: int) -> tuple[int, ...]:
+    """The sizes of class our runs grade, largest first: the whole class, a third of it, and the
+    smallest class that starts every part of a run (a pool process and a sandbox server for
+    each worker; a run has as many workers as submissions, up to one a core). None is smaller,
+    so the start-up is the same in each, and a line through them fits. The smallest anchors the
+    start-up: mostly start-up, a slow spell moves it least (classes of 2, 10 and 30 on 2 cores,
+    six runs each in turns: 4.82-5.59, 6.96-8.44 and 12.12-13.15 s of CPU)."""
+    w = min(max(workers, 2), n)
+    sizes = tuple(sorted({n, max(n // 3, w), w}, reverse=True))
+    if len(sizes) < 2:
+        raise SystemExit(f"a class of {n} on {workers} cores gives one size of class: a line "
+                         f"needs two (grade at least {2 * w} submissions)")
+    return sizes
+
+
+def line(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """The least-squares line through (size, CPU seconds) points: (slope, intercept)."""
+    xs, ys = [x for x, _ in points], [y for _, y in points]
+    x_mean, y_mean = statistics.fmean(xs), statistics.fmean(ys)
+    slope = (sum((x - x_mean) * (y - y_mean) for x, y in points)
+             / sum((x - x_mean) ** 2 for x in xs))
+    return slope, y_mean - slope * x_mean
+
+
 def run_ours(template: Path, assignment: str, submissions: Path, work: Path) -> tuple[float,
                                                                                      float]:
     """`python -m grader autograde` on a fresh copy of the released course, as an instructor
@@ -322,76 +347,81 @@ def main(argv: list[str]) -> int:
     if args.split:
         return split(args.n, args.json)
     n, repeats = args.n, args.repeats
-    small = max(n // 3, 1)
     workers = os.cpu_count() or 1
-    print(f"{n} submissions of {ASSIGNMENT} on {workers} cores, {repeats} repeats")
+    sizes = class_sizes(n, workers)
+    print(f"{n} submissions of {ASSIGNMENT} on {workers} cores, {repeats} repeats; our runs "
+          f"grade classes of {', '.join(map(str, sizes))}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         plain_course, template = Course(tmp / "plain"), Course(tmp / "template")
         students = make_class(plain_course, ASSIGNMENT, n, tmp / "submissions")
-        fewer = subset(tmp / "submissions", students[:small], tmp / "fewer")
+        folders = {k: subset(tmp / "submissions", students[:k], tmp / f"class-{k}")
+                   for k in sizes if k < n}
+        folders[n] = tmp / "submissions"
         release(template, ASSIGNMENT)
         import torch  # noqa: F401 - the test work is measured with torch already imported
 
         test_work_pass(plain_course, ASSIGNMENT, students, tmp / "submissions")  # warm-up:
         # the first use of an operator or of the meta device costs extra once, in any interpreter
         api = plain_nbgrader(plain_course, students, tmp / "submissions")
-        walls, cpus, smalls, runs, slices = [], [], [], {}, []
+        walls, runs, slices = [], {}, []
+        cpus: dict[int, list[float]] = {k: [] for k in sizes}
         for r in range(repeats):  # interleaved: a slow spell of the machine hits stock
-            # nbgrader, both sizes of our runs and the test work alike
+            # nbgrader, every size of our runs and the test work alike
             for story, cpu in test_work_pass(plain_course, ASSIGNMENT, students,
                                              tmp / "submissions").items():
                 runs.setdefault(story, []).append(cpu)
             dealt = students[r::repeats]
             slices.append((len(dealt), plain_slice(api, ASSIGNMENT, dealt)))
-            # the two sizes in turn, the whole class first in every other slot: a machine
-            # that drifts slower (or quicker) through the bench reaches both alike, where a
-            # fixed order would tilt the slope and the start-up read from it
-            if r % 2:
-                _, cpu_small = run_ours(template.root, ASSIGNMENT, fewer, tmp)
-            wall, cpu = run_ours(template.root, ASSIGNMENT, tmp / "submissions", tmp)
-            if not r % 2:
-                _, cpu_small = run_ours(template.root, ASSIGNMENT, fewer, tmp)
-            walls.append(wall)
-            cpus.append(cpu)
-            smalls.append(cpu_small)
+            # the sizes in turn, largest first in every other slot and smallest first in the
+            # others: a machine that drifts slower (or quicker) through the bench reaches them
+            # all alike, where a fixed order would tilt the line and the start-up read from it
+            for k in (sizes if r % 2 == 0 else sizes[::-1]):
+                wall, cpu = run_ours(template.root, ASSIGNMENT, folders[k], tmp)
+                cpus[k].append(cpu)
+                if k == n:
+                    walls.append(wall)
         work, work_median, work_runs = test_work(students, runs)
         parts, floor = startup_parts(workers)
-        costs = stage_costs_fresh(max(small, 5))
+        costs = stage_costs_fresh(max(n // 3, 5))
     ours = statistics.median(walls)
     plain = sum(seconds for _, seconds in slices)  # every student graded once
     # each slot's own ratio: its slice of stock nbgrader, per notebook, against the run beside it
     per_notebook = [seconds / k for k, seconds in slices if k]
     by_slot = [seconds / k * n / wall for (k, seconds), wall in zip(slices, walls, strict=True)
                if k]
-    # Two sizes give CPU per notebook (the slope) and the start-up (the rest). Each estimated
-    # twice, from the least run of each size (noise only ever adds CPU; the test work is taken
-    # the same way) and from the median run of each size; the verdict needs both.
-    pairs = [(cpu - cpu_small) / (n - small) for cpu, cpu_small in zip(cpus, smalls,
-                                                                       strict=True)]
+    # The sizes give CPU per notebook (the slope of a line through them) and the start-up (where
+    # it meets a class of none). Each estimated twice, from the least run of each size (noise
+    # only ever adds CPU; the test work is taken the same way) and from the median run of each
+    # size; the verdict needs both.
     estimates = {}
     for name, pick, base in (("least", min, work), ("median", statistics.median, work_median)):
-        slope = (pick(cpus) - pick(smalls)) / (n - small)
-        estimates[name] = (slope, pick(cpus) - n * slope, slope / base)
+        slope, startup = line([(k, pick(cpus[k])) for k in sizes])
+        estimates[name] = (slope, startup, slope / base)
+    per_slot = [line([(k, cpus[k][r]) for k in sizes]) for r in range(repeats)]
     print(f"plain nbgrader, sequential   {plain:7.1f} s    {plain / n:.2f} s per notebook "
-          f"(in {len(by_slot)} slices, one beside each pair of our runs: "
+          f"(in {len(by_slot)} slices, one beside each slot of our runs: "
           f"{min(per_notebook):.2f}-{max(per_notebook):.2f} s per notebook)")
     print(f"ours, {workers} workers, end to end  {median_spread(walls, ' s', 1)}")
     print(f"speed-up                     {plain / ours:7.1f} x  (target >= 20; slot by slot, "
           f"each slice against the run beside it: {min(by_slot):.1f}-{max(by_slot):.1f} x)")
     print(f"test work alone              {work:7.3f} s CPU per notebook (each notebook's least "
-          f"of {repeats}, each pass beside a pair of our runs; median {work_median:.3f}; "
+          f"of {repeats}, each pass beside a slot of our runs; median {work_median:.3f}; "
           f"class mean per pass {min(work_runs):.3f}-{max(work_runs):.3f})")
-    print(f"ours, CPU of a whole run     {median_spread(cpus, ' s', 1)}; a third of the class "
-          f"{median_spread(smalls, ' s', 1)}")
+    for k in sizes:
+        print(f"ours, CPU of a class of {k:<5d}{median_spread(cpus[k], ' s', 2)}")
     for name, (slope, startup, ratio) in estimates.items():
         print(f"ours, from the {name + ' runs:':<12} {slope:.3f} s CPU per notebook = "
               f"{ratio:.2f} x the test work (target <= 1.5); start-up {startup:.2f} s CPU "
               "(target <= 5)")
-    starts = [cpu - n * slope for cpu, slope in zip(cpus, pairs, strict=True)]
-    print(f"  from each pair of runs (one of each size, in turn): CPU per notebook "
-          f"{min(pairs):.3f}-{max(pairs):.3f} s, start-up {min(starts):.2f}-{max(starts):.2f} s "
-          f"({len(pairs)} pairs)")
+    slopes, starts = [slope for slope, _ in per_slot], [start for _, start in per_slot]
+    print(f"  from each slot's runs (one of each size): CPU per notebook "
+          f"{min(slopes):.3f}-{max(slopes):.3f} s, start-up {min(starts):.2f}-{max(starts):.2f} s "
+          f"({len(per_slot)} slots)")
+    slope, startup, _ = estimates["median"]
+    print("  each size's median run off the line through the medians (a line fits if these stay "
+          "within the runs' spread): " + ", ".join(
+              f"{k}: {statistics.median(cpus[k]) - startup - k * slope:+.2f} s" for k in sizes))
     print(floor_per_notebook(costs, work))
     print("  where the start-up goes, each part measured on its own:")
     for what, seconds in parts:

@@ -1,0 +1,53 @@
+"""The class bench's arithmetic (bench/autograde_class.py): which sizes of class it grades, and
+the line through them that gives CPU per notebook and the start-up. Its timings are not tested
+here: they are measured by running it."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "autograde_class.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("autograde_class", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_two_cores_grade_the_class_a_third_of_it_and_one_submission_a_worker(bench):
+    assert bench.class_sizes(30, 2) == (30, 10, 2)
+
+
+def test_no_size_is_smaller_than_the_workers_a_run_starts(bench):
+    """Below one submission a worker, a run starts fewer workers: less start-up, off the line."""
+    assert bench.class_sizes(30, 16) == (30, 16)
+    assert min(bench.class_sizes(100, 8)) == 8
+
+
+def test_one_core_still_grades_two_sizes(bench):
+    assert bench.class_sizes(30, 1) == (30, 10, 2)
+
+
+def test_a_class_too_small_for_a_line_is_refused_by_name(bench):
+    with pytest.raises(SystemExit, match="a class of 2 on 2 cores gives one size"):
+        bench.class_sizes(2, 2)
+
+
+def test_the_line_through_exact_points_gives_their_slope_and_start_up(bench):
+    slope, start = bench.line([(30, 4.5 + 30 * 0.2), (10, 4.5 + 10 * 0.2), (2, 4.5 + 2 * 0.2)])
+    assert slope == pytest.approx(0.2)
+    assert start == pytest.approx(4.5)
+
+
+def test_the_line_is_least_squares_not_the_two_ends(bench):
+    """A middle size above the line of the two ends pulls the start-up up and the slope down."""
+    ends = bench.line([(2, 5.0), (30, 12.0)])
+    slope, start = bench.line([(2, 5.0), (10, 8.0), (30, 12.0)])
+    assert ends == pytest.approx((0.25, 4.5))
+    # by hand: mean size 14, mean CPU 25/3; Sxy = 12*10/3 + 4*1/3 + 16*11/3 = 100, Sxx = 416
+    assert slope == pytest.approx(100 / 416)
+    assert start == pytest.approx(25 / 3 - 14 * 100 / 416)
