@@ -21,9 +21,12 @@ $(STAMP): pyproject.toml setup.py requirements/lock.txt
 ## installs (an editable install does not, and with PYTHONDONTWRITEBYTECODE set Python never
 ## would): otherwise every grading process (the command, the judges' fork server, each sandbox)
 ## compiles the grader from source when it starts, about 0.05 s of CPU each (docs/performance-log.md).
-## Stale files are recompiled here; Python checks each against its source anyway.
+## Stale files are recompiled here; Python checks each against its source anyway. So is
+## nbformat's notebook schema, whose validator each of those processes would otherwise compile
+## (grader/notebook_schema.py: 35-55 ms each time, three times a run).
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q grader solutions
+	@$(BIN)/python -m grader.notebook_schema
 
 ## The main job: release the self-attention assignment, grade a sample class, export grades.
 ## The grader runs students' code in Debian's bubblewrap sandbox (`bwrap`): installed here when

@@ -113,8 +113,10 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
 
 def _autograde(course, assignment, submissions, progress, limits, workers, scheduler, force,
                unconfined) -> list[Result]:
+    from grader import notebook_schema
     from grader.parallel import make_pool, preload_for, sandbox_preload_for
 
+    notebook_schema.install()  # stage 1 and record check every notebook against the schema
     if submissions is None:
         from grader.collect import load_record
 
