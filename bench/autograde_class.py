@@ -9,8 +9,8 @@ In one run, on the same N synthetic submissions (the sample class's stories, rep
   ours       `python -m grader autograde` as an instructor runs it: a fresh command, one pool
              process per core forked from a server that imported torch once, students' code in
              the sandbox, tests judged outside it. Run R times on each of three sizes of class
-             (class_sizes: N, N/3 and one submission a worker), the sizes in turn in each slot
-             (largest first in every other slot, smallest first in the others); CPU is counted
+             (class_sizes: N, N/3 and one submission a worker), one of each in each slot, each
+             order of the sizes in turn (slot_order); CPU is counted
              for every process of the run (this process is their subreaper, so even the fork
              server's CPU is collected). A line through the sizes gives CPU per notebook (its
              slope) and the start-up paid once (where it meets a class of none);
@@ -31,7 +31,7 @@ Targets (issue "Grade a class near the physical limit"), on 2 cores: at least 20
 plain nbgrader end to end; start-up at most 5 s of CPU; CPU per notebook at most 1.5x the test
 work.
 
-    .venv/bin/python bench/autograde_class.py [N] [--repeats R]   (default N = 30, R = 5)
+    .venv/bin/python bench/autograde_class.py [N] [--repeats R]   (default N = 30, R = 6)
     .venv/bin/python bench/autograde_class.py --curve [--repeats R] [--plot PNG]  (10 to 300)
     .venv/bin/python bench/autograde_class.py --stress 500  (soft_select; nothing may be lost)
     .venv/bin/python bench/autograde_class.py --split [N]   (a notebook's CPU, stage by stage)
@@ -43,6 +43,7 @@ import argparse
 import contextlib
 import ctypes
 import io
+import itertools
 import json
 import os
 import resource
@@ -246,6 +247,19 @@ def class_sizes(n: int, workers: int) -> tuple[int, ...]:
     return sizes
 
 
+def slot_order(sizes: tuple[int, ...], slot: int) -> tuple[int, ...]:
+    """The order of our runs in a slot: each order of the sizes in turn, so that over every
+    full round of them (six slots for three sizes) each size runs in each place as often. A
+    machine that drifts slower (or quicker) through the bench then reaches every size alike,
+    where a fixed order would tilt the line and the start-up read from it; and a run in one
+    place of a slot (right after stock nbgrader's slice, say) is no size's more than
+    another's. With the largest first in even slots and the smallest first in odd ones, the
+    middle size was never first: its median run lay 0.05-0.10 s below the line in each of
+    four runs."""
+    orders = list(itertools.permutations(sizes))
+    return orders[slot % len(orders)]
+
+
 def line(points: list[tuple[int, float]]) -> tuple[float, float]:
     """The least-squares line through (size, CPU seconds) points: (slope, intercept)."""
     xs, ys = [x for x, _ in points], [y for _, y in points]
@@ -373,10 +387,7 @@ def main(argv: list[str]) -> int:
                 runs.setdefault(story, []).append(cpu)
             dealt = students[r::repeats]
             slices.append((len(dealt), plain_slice(api, ASSIGNMENT, dealt)))
-            # the sizes in turn, largest first in every other slot and smallest first in the
-            # others: a machine that drifts slower (or quicker) through the bench reaches them
-            # all alike, where a fixed order would tilt the line and the start-up read from it
-            for k in (sizes if r % 2 == 0 else sizes[::-1]):
+            for k in slot_order(sizes, r):
                 wall, cpu = run_ours(template.root, ASSIGNMENT, folders[k], tmp)
                 cpus[k].append(cpu)
                 if k == n:
@@ -638,7 +649,8 @@ def stress(n: int) -> int:
 def arguments(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("n", nargs="?", type=int, default=30, help="submissions (default 30)")
-    p.add_argument("--repeats", type=int, default=5, help="repeats of our runs (default 5)")
+    p.add_argument("--repeats", type=int, default=6,
+                   help="repeats of our runs (default 6: every order of three sizes once)")
     p.add_argument("--curve", action="store_true", help="grade 10, 30, 100 and 300")
     p.add_argument("--plot", help="with --curve: save the curve as this PNG")
     p.add_argument("--stress", type=int, help="N soft_select submissions in one run")

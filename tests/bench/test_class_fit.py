@@ -51,3 +51,16 @@ def test_the_line_is_least_squares_not_the_two_ends(bench):
     # by hand: mean size 14, mean CPU 25/3; Sxy = 12*10/3 + 4*1/3 + 16*11/3 = 100, Sxx = 416
     assert slope == pytest.approx(100 / 416)
     assert start == pytest.approx(25 / 3 - 14 * 100 / 416)
+
+
+def test_every_size_runs_in_every_place_of_a_slot_as_often(bench):
+    sizes = (30, 10, 2)
+    orders = [bench.slot_order(sizes, r) for r in range(6)]
+    assert len(set(orders)) == 6
+    for k in sizes:
+        assert sorted(order.index(k) for order in orders) == [0, 0, 1, 1, 2, 2]
+    assert bench.slot_order(sizes, 6) == orders[0]
+
+
+def test_two_sizes_take_turns_at_going_first(bench):
+    assert [bench.slot_order((30, 10), r)[0] for r in range(4)] == [30, 10, 30, 10]
