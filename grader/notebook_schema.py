@@ -31,14 +31,21 @@ VARIANTS = (False, True)  # nbformat's own checks, and nbconvert's exporters' (r
 ENTRY = "validate"  # the function fastjsonschema's code checks a whole notebook with
 
 
-def _schema(relaxed: bool) -> tuple[int, dict]:
-    """(minor version, schema) as nbformat builds it for a notebook of its current version."""
+def _key(relaxed: bool) -> tuple:
+    """nbformat's key for the validator of a notebook of its current version."""
+    import nbformat
+
+    return ("fastjsonschema", 4, nbformat.v4.nbformat_minor, relaxed)
+
+
+def _schema(relaxed: bool) -> dict:
+    """The schema as nbformat builds it for a notebook of its current version."""
     import nbformat
     from nbformat import validator
 
-    minor = nbformat.v4.nbformat_minor
-    schema = validator._get_schema_json(nbformat.v4, version=4, version_minor=minor)
-    return minor, validator._relax_additional_properties(schema) if relaxed else schema
+    schema = validator._get_schema_json(nbformat.v4, version=4,
+                                        version_minor=nbformat.v4.nbformat_minor)
+    return validator._relax_additional_properties(schema) if relaxed else schema
 
 
 def path_for(schema: dict, store: Path = STORE) -> Path:
@@ -55,7 +62,7 @@ def store(to: Path = STORE) -> list[Path]:
 
     written = []
     for relaxed in VARIANTS:
-        _, schema = _schema(relaxed)
+        schema = _schema(relaxed)
         path = path_for(schema, to)
         code = compile(fastjsonschema.compile_to_code(schema), f"<{path.name}>", "exec")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -82,10 +89,10 @@ def install(store: Path = STORE) -> int:
         return 0
     taken = 0
     for relaxed in VARIANTS:
-        minor, schema = _schema(relaxed)
-        key = ("fastjsonschema", 4, minor, relaxed)
-        if key in validator.validators:
+        key = _key(relaxed)
+        if key in validator.validators:  # already made in this process (each grading run calls)
             continue
+        schema = _schema(relaxed)
         path = path_for(schema, store)
         try:
             check = _load(path)

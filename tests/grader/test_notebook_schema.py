@@ -61,8 +61,7 @@ def test_stored_validators_give_nbformats_own_verdicts(fresh, tmp_path, relaxed)
     fresh.clear()
     notebook_schema.store(tmp_path)
     assert notebook_schema.install(tmp_path) == 2
-    minor = nbformat.v4.nbformat_minor
-    stored = validator.validators[("fastjsonschema", 4, minor, relaxed)]
+    stored = validator.validators[notebook_schema._key(relaxed)]
     assert stored._validator.__code__.co_filename.startswith("<nbformat-schema-")
     assert verdicts(relaxed) == own
 
@@ -95,13 +94,21 @@ def test_a_file_that_cannot_be_loaded_is_passed_over_by_name(fresh, tmp_path, ca
 def test_another_schema_or_fastjsonschema_finds_no_file(tmp_path, monkeypatch):
     import fastjsonschema
 
-    _, schema = notebook_schema._schema(relaxed=False)
+    schema = notebook_schema._schema(relaxed=False)
     path = notebook_schema.path_for(schema, tmp_path)
     changed = copy.deepcopy(schema)
     changed["description"] = "another version"
     assert notebook_schema.path_for(changed, tmp_path) != path
     monkeypatch.setattr(fastjsonschema, "VERSION", "0.0.1")
     assert notebook_schema.path_for(schema, tmp_path) != path
+
+
+def test_a_validator_already_made_is_kept(fresh, tmp_path):
+    notebook_schema.store(tmp_path)
+    assert notebook_schema.install(tmp_path) == 2
+    made = dict(fresh)
+    assert notebook_schema.install(tmp_path) == 0  # a second run in the same process
+    assert fresh == made
 
 
 def test_nbformat_set_to_check_with_jsonschema_is_left_alone(fresh, tmp_path, monkeypatch):
