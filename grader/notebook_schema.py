@@ -32,10 +32,12 @@ ENTRY = "validate"  # the function fastjsonschema's code checks a whole notebook
 
 
 def _key(relaxed: bool) -> tuple:
-    """nbformat's key for the validator of a notebook of its current version."""
+    """nbformat's key for the validator of a notebook of its current version (its validator's
+    name, as nbformat.validator.get_validator makes it)."""
     import nbformat
+    from nbformat.json_compat import FastJsonSchemaValidator
 
-    return ("fastjsonschema", 4, nbformat.v4.nbformat_minor, relaxed)
+    return (FastJsonSchemaValidator.name, 4, nbformat.v4.nbformat_minor, relaxed)
 
 
 def _schema(relaxed: bool) -> dict:
