@@ -13,6 +13,7 @@ from pathlib import Path
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from grader import notebook_schema
 from grader.course import CELL_TIMEOUT, KERNEL_ARGS, setup_process
 from grader.notebooks import read_notebook
 from grader.threads import ONE_THREAD
@@ -48,6 +49,7 @@ def kernel_environment() -> dict[str, str]:
 
 def run_visible_tests(path: Path, timeout: int = CELL_TIMEOUT) -> list[TestResult]:
     setup_process()
+    notebook_schema.install()  # (reading validates the notebook: the stored validator)
     path = Path(path).resolve()
     nb = read_notebook(path)
     client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",

@@ -116,3 +116,25 @@ def test_nbformat_set_to_check_with_jsonschema_is_left_alone(fresh, tmp_path, mo
     monkeypatch.setenv("NBFORMAT_VALIDATOR", "jsonschema")
     assert notebook_schema.install(tmp_path) == 0
     assert fresh == {}
+
+
+def test_a_students_check_reads_the_notebook_with_the_stored_validator(fresh, tmp_path,
+                                                                        monkeypatch):
+    # `grader check` validates the student's notebook once as it reads it: with the validator
+    # `make bytecode` stored (make test runs it first), not one compiled for the check.
+    from grader import check
+
+    class NoKernel:  # the visible tests' run is not what this test is about
+        def __init__(self, nb, **kwargs):
+            pass
+
+        def execute(self, **kwargs):
+            pass
+
+    monkeypatch.setattr(check, "NotebookClient", NoKernel)
+    path = tmp_path / "student.ipynb"
+    nbformat.write(notebooks()["valid"], path)
+    fresh.clear()  # (writing it validated it)
+    check.run_visible_tests(path)
+    strict = validator.validators[notebook_schema._key(relaxed=False)]
+    assert strict._validator.__code__.co_filename.startswith("<nbformat-schema-")
