@@ -25,7 +25,9 @@ Prints wall times and their ratio, CPU per notebook against the test work and th
 each estimated twice with the same statistic on both sides (from the least runs, and from the
 medians: the verdict needs both), where the start-up goes (each part measured on its own), and
 the floors of this design, for the start-up and for a notebook (what it costs before any of its
-tests runs: nbgrader's two stages and a sandboxed turn with no cells), with the spread over the
+tests runs: nbgrader's two stages and a sandboxed turn with no cells), the least a notebook could
+cost in it (least_possible: the tests once, with the judge's memory of references, and each of
+their requests to the student's process at its price in a tight loop), with the spread over the
 repeats.
 Targets (issue "Grade a class near the physical limit"), on 2 cores: at least 20x faster than
 plain nbgrader end to end; start-up at most 5 s of CPU; CPU per notebook at most 1.5x the test
@@ -40,6 +42,7 @@ work.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import ctypes
 import io
@@ -150,16 +153,18 @@ def plain_slice(api, assignment: str, students) -> float:
     return time.perf_counter() - start
 
 
-def test_work_pass(course: Course, assignment: str, students, submissions: Path) -> dict:
+def test_work_pass(course: Course, assignment: str, students, submissions: Path,
+                   remember: bool = False) -> dict:
     """CPU seconds to run each distinct notebook's cells (hidden tests restored) in this
-    process, once: {story: seconds}."""
+    process, once: {story: seconds}. remember: with the judge's memory of reference outputs
+    on, as a judge grading notebook after notebook has it (the least_possible cost)."""
     source = nbformat.read(course.source / assignment / f"{assignment}.ipynb", as_version=4)
     first = {s.story: s for s in reversed(students)}  # each distinct notebook once
     cpu = {}
     for story, s in first.items():
         nb = nbformat.read(submissions / s.id / assignment / f"{assignment}.ipynb", 4)
         _restore_locked(nb, source)
-        cpu[story] = _exec_cells(nb)
+        cpu[story] = _exec_cells(nb, remember)
     return cpu
 
 
@@ -178,12 +183,13 @@ def test_work(students, runs: dict[str, list[float]]) -> tuple[float, float, lis
     return least, median, per_pass
 
 
-def _exec_cells(nb) -> float:
+def _exec_cells(nb, remember: bool = False) -> float:
     from grader.checks.memo import MEMO
 
     # As in a kernel of its own: the memory of reference outputs is a judge's, across notebooks
-    # (in one notebook, its keys cost more than the repeats it would save).
-    MEMO.enabled = False
+    # (in one notebook, its keys cost more than the repeats it would save). What it remembers
+    # stays while it is off, for the passes that have it on (remember).
+    MEMO.enabled = remember
     ns = {"__name__": "__main__"}
     start = time.process_time()
     for cell in nb.cells:
@@ -375,16 +381,20 @@ def main(argv: list[str]) -> int:
         release(template, ASSIGNMENT)
         import torch  # noqa: F401 - the test work is measured with torch already imported
 
-        test_work_pass(plain_course, ASSIGNMENT, students, tmp / "submissions")  # warm-up:
-        # the first use of an operator or of the meta device costs extra once, in any interpreter
+        for remember in (False, True):  # warm-up: the first use of an operator or of the meta
+            # device costs extra once, in any interpreter; and the memory of references fills
+            test_work_pass(plain_course, ASSIGNMENT, students, tmp / "submissions", remember)
         api = plain_nbgrader(plain_course, students, tmp / "submissions")
-        walls, runs, slices = [], {}, []
+        walls, runs, remembered, slices = [], {}, {}, []
         cpus: dict[int, list[float]] = {k: [] for k in sizes}
         for r in range(repeats):  # interleaved: a slow spell of the machine hits stock
             # nbgrader, every size of our runs and the test work alike
             for story, cpu in test_work_pass(plain_course, ASSIGNMENT, students,
                                              tmp / "submissions").items():
                 runs.setdefault(story, []).append(cpu)
+            for story, cpu in test_work_pass(plain_course, ASSIGNMENT, students,
+                                             tmp / "submissions", remember=True).items():
+                remembered.setdefault(story, []).append(cpu)
             dealt = students[r::repeats]
             slices.append((len(dealt), plain_slice(api, ASSIGNMENT, dealt)))
             for k in slot_order(sizes, r):
@@ -393,6 +403,7 @@ def main(argv: list[str]) -> int:
                 if k == n:
                     walls.append(wall)
         work, work_median, work_runs = test_work(students, runs)
+        work_remembered = test_work(students, remembered)[0]
         parts, floor = startup_parts(workers)
         costs = stage_costs_fresh(max(n // 3, 5))
     ours = statistics.median(walls)
@@ -434,6 +445,7 @@ def main(argv: list[str]) -> int:
           "within the runs' spread): " + ", ".join(
               f"{k}: {statistics.median(cpus[k]) - startup - k * slope:+.2f} s" for k in sizes))
     print(floor_per_notebook(costs, work))
+    print(least_possible(costs, work, work_remembered))
     print("  where the start-up goes, each part measured on its own:")
     for what, seconds in parts:
         print(f"    {seconds:5.2f} s  {what}")
@@ -451,6 +463,10 @@ STAGES = ("stage 1, sanitize (nbgrader's steps, in the command)",
           "stage 3, record (nbgrader's autograde, in the command)",
           "the student's sandboxed processes")
 BARE = "a sandboxed turn with no cells (judge, student's process, fork)"
+CALLS = "requests: calls of the student's code"  # (counts per notebook, not seconds)
+OTHERS = "requests: any other (cells, names, attributes, gradients, files)"
+CALL_PRICE = "a call's crossing in a tight loop, its function's own CPU left out"
+OTHER_PRICE = "a request that does nothing (ping) in a tight loop"
 
 
 def without_cells(task):
@@ -490,14 +506,19 @@ def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
                                       tmp / "submissions")
         zygote = session.zygote(session.confinement(), preload=students_need())
 
+        sent = collections.Counter()
+
         def grade(s, course, api) -> list[float]:
             t0 = time.process_time()
             task, error, flags = prepare(course, ASSIGNMENT, s.id,
                                          tmp / "submissions" / s.id / ASSIGNMENT, None, False)
             t1 = time.process_time()
             student0 = session.cpu_seconds(zygote.host_pid, reaped=True)
-            outcome = execute(task)
+            sent.clear()
+            with counting(sent):
+                outcome = execute(task)
             t2 = time.process_time()
+            calls, others = sent["call"], sum(sent.values()) - sent["call"]
             student1 = session.cpu_seconds(zygote.host_pid, reaped=True)
             result = record(course, api, ASSIGNMENT, s.id, outcome, flags)
             t3 = time.process_time()
@@ -509,7 +530,8 @@ def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
                 execute(bare)
             return [t1 - t0, t2 - t1, t3 - t2, student1 - student0,
                     (time.process_time() - b0
-                     + session.cpu_seconds(zygote.host_pid, reaped=True) - c0) / 3]
+                     + session.cpu_seconds(zygote.host_pid, reaped=True) - c0) / 3,
+                    calls, others]
 
         runs = []
         for p in range(passes):
@@ -520,10 +542,48 @@ def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
                 grade(first, course, api)  # pays each first use: not counted
             runs.append([grade(s, course, api) for s in students])
         zygote.stop()
-    least = [[min(run[i][k] for run in runs) for k in range(len(STAGES) + 1)]
+    names = (*STAGES, BARE, CALLS, OTHERS)
+    least = [[min(run[i][k] for run in runs) for k in range(len(names))]
              for i in range(len(students))]
-    return {name: statistics.fmean(row[k] for row in least)
-            for k, name in enumerate((*STAGES, BARE))}
+    costs = {name: statistics.fmean(row[k] for row in least) for k, name in enumerate(names)}
+    return {**costs, **crossing_prices()}
+
+
+@contextlib.contextmanager
+def counting(sent: collections.Counter):
+    """Every request the judge sends a student's process in the block, counted by operation."""
+    from grader.sandbox import session
+
+    send = session.Session.request
+
+    def request(self, message, *args, **kwargs):
+        sent[message.get("op")] += 1
+        return send(self, message, *args, **kwargs)
+
+    session.Session.request = request
+    try:
+        yield
+    finally:
+        session.Session.request = send
+
+
+def crossing_prices(calls: int = 1000, repeats: int = 3) -> dict[str, float]:
+    """CPU seconds, both sides together, of a call's crossing and of a request that does
+    nothing, each the least of `repeats` passes of `calls` in a tight loop on one core
+    (bench/crossing.py): hot caches, nothing else run between them. The call's function's own
+    CPU is taken out: it is part of the test work."""
+    import crossing
+
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})  # as a judge and its student's process are kept
+    try:
+        runs, _ = crossing.crossings(calls, repeats, only=(crossing.PING, crossing.CALL))
+        function = crossing.function_alone(calls, repeats)
+    finally:
+        os.sched_setaffinity(0, cores)
+    both = {name: min(a + b for a, b in pairs) for name, pairs in runs.items()}
+    return {CALL_PRICE: max(both[crossing.CALL] - function, 0.0),
+            OTHER_PRICE: both[crossing.PING]}
 
 
 def stage_costs_fresh(n: int) -> dict[str, float]:
@@ -547,6 +607,23 @@ def floor_per_notebook(costs: dict[str, float], work: float) -> str:
             f"= {(work + fixed) / work:.2f} x the test work")
 
 
+def least_possible(costs: dict[str, float], work: float, remembered: float) -> str:
+    """The least a notebook could cost in this design, as a line of the print-out: its tests
+    and the student's code run once, with the judge's memory of references (`remembered`, the
+    test work with it on), plus nbgrader's two stages, a sandboxed turn with no cells, and
+    each request the tests make at its price in a tight loop. A lower bound: in grading, every
+    part runs colder than in a loop of its own."""
+    crossings = (costs[CALLS] * costs[CALL_PRICE] + costs[OTHERS] * costs[OTHER_PRICE])
+    least = (remembered + costs[STAGES[0]] + costs[STAGES[2]] + costs[BARE] + crossings)
+    return (f"  the least a notebook could cost in this design: {least:.3f} s = the test work "
+            f"with the judge's memory of references {remembered:.3f} + nbgrader's sanitize "
+            f"{costs[STAGES[0]]:.3f} and record {costs[STAGES[2]]:.3f} + a sandboxed turn with "
+            f"no cells {costs[BARE]:.3f} + {costs[CALLS]:.0f} calls crossing at "
+            f"{1e6 * costs[CALL_PRICE]:.0f} us and {costs[OTHERS]:.0f} other requests at "
+            f"{1e6 * costs[OTHER_PRICE]:.0f} us (each in a tight loop) {crossings:.3f} "
+            f"= {least / work:.2f} x the test work")
+
+
 def split(n: int, as_json: bool = False) -> int:
     """--split: where a notebook's CPU goes, stage by stage (stage_costs), and how much of it a
     notebook with no cells would cost (as_json: the figures alone, on the last line)."""
@@ -561,6 +638,9 @@ def split(n: int, as_json: bool = False) -> int:
     print(f"  {sum(costs[name] for name in STAGES):6.3f} s  together")
     print(f"  of which {costs[BARE]:.3f} s would be spent on the same notebook with no cells: "
           f"{BARE}")
+    print(f"  requests to the student's process, per notebook: {costs[CALLS]:.0f} calls of "
+          f"its code, {costs[OTHERS]:.0f} others; in a tight loop, {CALL_PRICE}: "
+          f"{1e6 * costs[CALL_PRICE]:.0f} us, {OTHER_PRICE}: {1e6 * costs[OTHER_PRICE]:.0f} us")
     return 0
 
 

@@ -32,6 +32,9 @@ import torch
 
 from grader.course import setup_process
 
+PING = "request alone (ping)"
+CALL = "call, two (2, 4, 8) tensors"
+
 SOURCE = """
 import torch
 
@@ -70,9 +73,10 @@ def bare_round_trips(size: int, calls: int, repeats: int) -> list[tuple[float, f
     return runs
 
 
-def crossings(calls: int, repeats: int) -> tuple[dict[str, list[tuple[float, float]]], int]:
-    """{kind of crossing: [(judge CPU, student CPU) per crossing, one per pass]}, and the size
-    of a call's message."""
+def crossings(calls: int, repeats: int,
+              only: tuple[str, ...] = ()) -> tuple[dict[str, list[tuple[float, float]]], int]:
+    """{kind of crossing: [(judge CPU, student CPU) per crossing, one per pass]} (every kind, or
+    those named in `only`), and the size of a call's message."""
     from grader.checks import forbidden
     from grader.sandbox import codec, session
     from grader.sandbox.remote import Link
@@ -99,10 +103,11 @@ def crossings(calls: int, repeats: int) -> tuple[dict[str, list[tuple[float, flo
         with forbidden.announced(forbidden.SOFTMAX):
             scores(q_grad, k_grad)
 
-    kinds = {"request alone (ping)": lambda: s.request({"op": "ping"}),
-             "call, two (2, 4, 8) tensors": call,
+    kinds = {PING: lambda: s.request({"op": "ping"}),
+             CALL: call,
              "the same, built-ins switched off": call_switched_off,
              "the same, inputs requiring gradients": call_as_tests_do}
+    kinds = {name: fn for name, fn in kinds.items() if not only or name in only}
     size = len(codec.dumps({"op": "call", "ref": {"T": "ref", "id": 1, "type": "", "repr": ""},
                             "args": [codec.encode(t, None) for t in (q, k)], "kwargs": {},
                             "forbidden": None}))
@@ -121,6 +126,22 @@ def crossings(calls: int, repeats: int) -> tuple[dict[str, list[tuple[float, flo
         s.close()
         z.stop()
     return runs, size
+
+
+def function_alone(calls: int, repeats: int) -> float:
+    """CPU seconds of one call of the crossings' function, run here in a loop (the least of
+    `repeats` passes): the part of a call's crossing that is the student's code."""
+    names: dict = {}
+    exec(SOURCE, names)
+    scores = names["scores"]
+    q, k = torch.randn(2, 4, 8, dtype=torch.float64), torch.randn(2, 4, 8, dtype=torch.float64)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        for _ in range(calls):
+            scores(q, k)
+        best = min(best, (time.process_time() - start) / calls)
+    return best
 
 
 def us(runs: list[float]) -> str:

@@ -64,3 +64,34 @@ def test_every_size_runs_in_every_place_of_a_slot_as_often(bench):
 
 def test_two_sizes_take_turns_at_going_first(bench):
     assert [bench.slot_order((30, 10), r)[0] for r in range(4)] == [30, 10, 30, 10]
+
+
+def test_the_least_possible_cost_adds_each_part_once(bench):
+    costs = {bench.STAGES[0]: 0.010, bench.STAGES[2]: 0.030, bench.BARE: 0.010,
+             bench.CALLS: 100, bench.OTHERS: 40, bench.CALL_PRICE: 200e-6,
+             bench.OTHER_PRICE: 25e-6}
+    text = bench.least_possible(costs, work=0.100, remembered=0.070)
+    # 0.070 + 0.010 + 0.030 + 0.010 + (100 x 200 us + 40 x 25 us = 0.021) = 0.141
+    assert "0.141 s" in text and "= 1.41 x the test work" in text
+    assert "100 calls crossing at 200 us and 40 other requests at 25 us" in text
+
+
+def test_the_requests_a_block_sends_are_counted_by_operation(bench, monkeypatch):
+    import collections
+
+    from grader.sandbox import session
+
+    class Quiet(session.Session):
+        def __init__(self):  # no process: the request below answers by itself
+            pass
+
+    def answer(self, message, timeout=None):
+        return {"ok": True}
+
+    monkeypatch.setattr(session.Session, "request", answer)
+    sent = collections.Counter()
+    with bench.counting(sent):
+        for op in ("call", "call", "run", "get_many"):
+            assert Quiet().request({"op": op}) == {"ok": True}
+    assert session.Session.request is answer  # put back as the block found it
+    assert sent == {"call": 2, "run": 1, "get_many": 1}
