@@ -493,7 +493,9 @@ def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
     submission, the same turn without cells (BARE), three times. The class is graded `passes`
     times, each time into a course of its own (a gradebook that has not seen the student, as
     in a run); each submission's stage counts with its least, and the figure is the class's
-    mean (the class's stories cost different amounts: a median would pick one story)."""
+    mean (the class's stories cost different amounts: a median would pick one story). And how
+    many requests the judge sends a notebook's process (CALLS, OTHERS: counts), with their
+    prices in a tight loop (crossing_prices)."""
     from grader.autograde import prepare, record
     from grader.engines import shared_engines
     from grader.nbgrader_api import api_for
@@ -571,7 +573,7 @@ def crossing_prices(calls: int = 1000, repeats: int = 3) -> dict[str, float]:
     """CPU seconds, both sides together, of a call's crossing and of a request that does
     nothing, each the least of `repeats` passes of `calls` in a tight loop on one core
     (bench/crossing.py): hot caches, nothing else run between them. The call's function's own
-    CPU is taken out: it is part of the test work."""
+    CPU (timed here in a loop) is taken out: it is part of the test work."""
     import crossing
 
     cores = os.sched_getaffinity(0)
