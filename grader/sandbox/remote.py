@@ -127,10 +127,10 @@ def _put(tree, path, value):
 
 
 def call_reporting_changes(fn: Remote, args) -> tuple:
-    """fn(*args) in the student's process: (its value, the positions of the arguments that it
-    changed in place there)."""
+    """fn(*args) in the student's process: (its value, detached, and the positions of the
+    arguments that it changed in place there)."""
     changed = []
-    value = fn._link.call(fn, args, {}, changed)
+    value = fn._link.call(fn, args, {}, changed, detached=True)
     return value, changed
 
 
@@ -219,14 +219,20 @@ class Link:
     def _ref_node(obj: Remote) -> dict:
         return {"T": "ref", "id": obj._ref.id, "type": obj._ref.type, "repr": ""}
 
-    def call(self, fn: Remote, args, kwargs, changed: list | None = None):
+    def call(self, fn: Remote, args, kwargs, changed: list | None = None,
+             detached: bool = False):
         """fn(*args, **kwargs) in the student's process; `changed`, if given, receives the
-        positions of the arguments that the call changed in place there."""
+        positions of the arguments that the call changed in place there. detached: the caller
+        takes no gradient through the value (it detaches it), so the call is no autograd node
+        here and the student's process keeps nothing of it for a backward pass; inputs that
+        require gradients still do there, where a change in place to one is an error."""
         leaves = []
         message = {"op": "call", "ref": self._ref_node(fn),
                    "args": [self._encode(a, leaves) for a in args],
                    "kwargs": {str(k): self._encode(v, leaves) for k, v in kwargs.items()},
                    "forbidden": forbidden.ACTIVE}
+        if detached:
+            message["keep"] = False
         result = {}
 
         def send():
@@ -240,7 +246,7 @@ class Link:
             result["value"], result["slots"] = value, _tensor_slots(value)
             return [_get(value, p) for p in result["slots"]], reply.get("call")
 
-        if not leaves:
+        if not leaves or detached:
             send()
             return result["value"]
         outputs = _Bridge.apply(self, send, *leaves)

@@ -158,7 +158,7 @@ class Worker:
                 value = fn(*args, **kwargs)
         changed = [i for i, before in given if not unchanged(before, args[i])]
         call = None
-        if leaves:
+        if leaves and msg.get("keep", True):  # (kept for a backward pass, unless told not to)
             outputs = list(_tensors(value))  # in the order the grader sees them
             call = next(self.numbered)
             self.calls[call] = (outputs, leaves)

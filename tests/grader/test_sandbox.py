@@ -215,6 +215,28 @@ def test_calls_nothing_can_go_back_to_are_let_go(session):
     assert link.request({"op": "ping"})["kept"] == 0
 
 
+def test_a_detached_call_keeps_nothing_and_still_refuses_a_change_in_place(session):
+    """run_student detaches what a call returns, so its call is no autograd node here and the
+    student's process keeps nothing of it for a backward pass, even while the value is held.
+    Its inputs still require gradients there: changing one in place is still an error."""
+    from grader.checks import CheckFailure
+    from grader.checks.reference import run_student
+
+    session.request({"op": "run", "source": "def f(x):\n    return (x ** 2).sum()\n"
+                     "def g(x):\n    x.mul_(2)\n    return x"})
+    link = Link(session)
+    x = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    held = link.call(link.get("f"), (x,), {}, detached=True)
+    assert held.item() == 3.0 and not held.requires_grad
+    assert link.request({"op": "ping"})["kept"] == 0
+    attached = link.get("f")(x)  # the same call as a test's own: kept for its backward pass
+    assert attached.requires_grad and link.request({"op": "ping"})["kept"] == 1
+    (out,) = run_student(link.get("f"), (x.detach(),), "f")
+    assert out.item() == 3.0 and out.grad_fn is None
+    with pytest.raises(CheckFailure, match="leaf Variable that requires grad"):
+        run_student(link.get("g"), (x.detach(),), "g")
+
+
 def test_a_remote_call_switches_the_builtins_off_where_the_students_code_runs(session):
     """compare_outputs on a handle: the student's process refuses the built-in, imported either
     way; the grader's own copy is never swapped out meanwhile (nothing of the student's runs
