@@ -389,12 +389,10 @@ def main(argv: list[str]) -> int:
         cpus: dict[int, list[float]] = {k: [] for k in sizes}
         for r in range(repeats):  # interleaved: a slow spell of the machine hits stock
             # nbgrader, every size of our runs and the test work alike
-            for story, cpu in test_work_pass(plain_course, ASSIGNMENT, students,
-                                             tmp / "submissions").items():
-                runs.setdefault(story, []).append(cpu)
-            for story, cpu in test_work_pass(plain_course, ASSIGNMENT, students,
-                                             tmp / "submissions", remember=True).items():
-                remembered.setdefault(story, []).append(cpu)
+            for into, remember in ((runs, False), (remembered, True)):
+                for story, cpu in test_work_pass(plain_course, ASSIGNMENT, students,
+                                                 tmp / "submissions", remember).items():
+                    into.setdefault(story, []).append(cpu)
             dealt = students[r::repeats]
             slices.append((len(dealt), plain_slice(api, ASSIGNMENT, dealt)))
             for k in slot_order(sizes, r):
@@ -602,11 +600,17 @@ def floor_per_notebook(costs: dict[str, float], work: float) -> str:
     """What a notebook costs in this design beyond its test work, whatever the tests do:
     nbgrader's two stages (it sanitizes and records every notebook) and a sandboxed process of
     its own, without cells; as a line of the print-out."""
-    fixed = costs[STAGES[0]] + costs[STAGES[2]] + costs[BARE]
+    fixed, parts = _fixed(costs)
     return (f"  floor of this design, per notebook: {work + fixed:.3f} s = the test work "
-            f"{work:.3f} + nbgrader's sanitize {costs[STAGES[0]]:.3f} and record "
-            f"{costs[STAGES[2]]:.3f} + a sandboxed turn with no cells {costs[BARE]:.3f} "
-            f"= {(work + fixed) / work:.2f} x the test work")
+            f"{work:.3f} + {parts} = {(work + fixed) / work:.2f} x the test work")
+
+
+def _fixed(costs: dict[str, float]) -> tuple[float, str]:
+    """What every notebook costs whatever its tests: nbgrader's sanitize and record and a
+    sandboxed turn with no cells, in seconds and as words for a line of the print-out."""
+    return (costs[STAGES[0]] + costs[STAGES[2]] + costs[BARE],
+            f"nbgrader's sanitize {costs[STAGES[0]]:.3f} and record {costs[STAGES[2]]:.3f} + a "
+            f"sandboxed turn with no cells {costs[BARE]:.3f}")
 
 
 def least_possible(costs: dict[str, float], work: float, remembered: float) -> str:
@@ -615,12 +619,12 @@ def least_possible(costs: dict[str, float], work: float, remembered: float) -> s
     test work with it on), plus nbgrader's two stages, a sandboxed turn with no cells, and
     each request the tests make at its price in a tight loop. A lower bound: in grading, every
     part runs colder than in a loop of its own."""
-    crossings = (costs[CALLS] * costs[CALL_PRICE] + costs[OTHERS] * costs[OTHER_PRICE])
-    least = (remembered + costs[STAGES[0]] + costs[STAGES[2]] + costs[BARE] + crossings)
+    crossings = costs[CALLS] * costs[CALL_PRICE] + costs[OTHERS] * costs[OTHER_PRICE]
+    fixed, parts = _fixed(costs)
+    least = remembered + fixed + crossings
     return (f"  the least a notebook could cost in this design: {least:.3f} s = the test work "
-            f"with the judge's memory of references {remembered:.3f} + nbgrader's sanitize "
-            f"{costs[STAGES[0]]:.3f} and record {costs[STAGES[2]]:.3f} + a sandboxed turn with "
-            f"no cells {costs[BARE]:.3f} + {costs[CALLS]:.0f} calls crossing at "
+            f"with the judge's memory of references {remembered:.3f} + {parts} + "
+            f"{costs[CALLS]:.0f} calls crossing at "
             f"{1e6 * costs[CALL_PRICE]:.0f} us and {costs[OTHERS]:.0f} other requests at "
             f"{1e6 * costs[OTHER_PRICE]:.0f} us (each in a tight loop) {crossings:.3f} "
             f"= {least / work:.2f} x the test work")

@@ -43,6 +43,11 @@ def scores(q, k):
 """
 
 
+def inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    """The two (2, 4, 8) tensors every crossing's call is given."""
+    return torch.randn(2, 4, 8, dtype=torch.float64), torch.randn(2, 4, 8, dtype=torch.float64)
+
+
 def bare_round_trips(size: int, calls: int, repeats: int) -> list[tuple[float, float]]:
     """(CPU of this side, CPU of the other) per round trip of `size` bytes each way: a forked
     process that only echoes."""
@@ -88,7 +93,7 @@ def crossings(calls: int, repeats: int,
     link = Link(s)
     s.request({"op": "run", "source": SOURCE})
     scores = link.get("scores")
-    q, k = torch.randn(2, 4, 8, dtype=torch.float64), torch.randn(2, 4, 8, dtype=torch.float64)
+    q, k = inputs()
 
     def call():
         scores(q, k)
@@ -133,8 +138,7 @@ def function_alone(calls: int, repeats: int) -> float:
     `repeats` passes): the part of a call's crossing that is the student's code."""
     names: dict = {}
     exec(SOURCE, names)
-    scores = names["scores"]
-    q, k = torch.randn(2, 4, 8, dtype=torch.float64), torch.randn(2, 4, 8, dtype=torch.float64)
+    scores, (q, k) = names["scores"], inputs()
     best = float("inf")
     for _ in range(repeats):
         start = time.process_time()
