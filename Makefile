@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
-.PHONY: cuda-check site browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus bytecode
+.PHONY: cuda-check site site-without-solutions browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus bytecode
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -103,6 +103,11 @@ lectures-other-cpus: $(STAMP)
 site: $(STAMP)
 	$(BIN)/python book/build.py
 	@echo "Open build/site/index.html"
+
+## The same site without the assignments' worked solutions, to publish during a term.
+site-without-solutions: $(STAMP)
+	$(BIN)/python book/build.py --without-solutions
+	@echo "Open build/site/index.html (no worked solutions in it)"
 
 ## The browser tests alone: Playwright drives Debian's chromium (/usr/bin/chromium) on `make lab`;
 ## a screenshot of every step lands in build/screenshots/. (`make test` runs them too.)

@@ -12,12 +12,18 @@
    pages need no network: build/site/ can be opened from disk or served as it is.
 
 Run from the repository root: `python book/build.py` (`--no-execute` builds from whatever
-executed copies exist, for quick work on the layout).
+executed copies exist, for quick work on the layout; `--without-solutions` leaves the worked
+solutions out, for instructors who publish the site while students work on the assignments).
+
+On the worked-solution pages every answer starts behind a closed toggle labelled as a worked
+answer (code answers) or a model answer (written ones), so a reader who opens an assignment's
+page sees the questions first and chooses when to look.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -109,14 +115,87 @@ def execute_solution(path: Path) -> float:
     return time.perf_counter() - start
 
 
+SHOW_CODE = "Show the worked answer"
+HIDE_CODE = "Hide the worked answer"
+MODEL_ANSWER = "Model answer (open when you have written yours)"
+SOLUTIONS_PART = "Worked solutions"
+
+
 def stage(lecture_files: list[Path], solution_files: list[Path], to: Path = STAGE) -> Path:
+    """book/ and the executed notebooks in `to`; with no `solution_files`, a book without the
+    worked solutions (their part of the contents and their links on the contents page left
+    out)."""
     shutil.rmtree(to, ignore_errors=True)
     shutil.copytree(BOOK, to, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
-    for folder, files in (("lectures", lecture_files), ("solutions", solution_files)):
-        (to / folder).mkdir()
-        for f in files:
-            shutil.copy2(f, to / folder / f.name)
+    (to / "lectures").mkdir()
+    for f in lecture_files:
+        nb = nbformat.read(f, as_version=4)
+        label_worked_answers(nb)
+        nbformat.write(nb, to / "lectures" / f.name)
+    if solution_files:
+        (to / "solutions").mkdir()
+        for f in solution_files:
+            nb = nbformat.read(f, as_version=4)
+            hide_answers(nb)
+            nbformat.write(nb, to / "solutions" / f.name)
+    else:
+        _leave_out_solutions(to)
     return to
+
+
+def label_worked_answers(nb) -> None:
+    """A lecture's worked answers (cells tagged `worked-answer`, hidden by `hide-cell`) get a
+    toggle that says what it hides."""
+    for cell in nb.cells:
+        if "worked-answer" in cell.metadata.get("tags", []):
+            _label_toggle(cell)
+
+
+def hide_answers(nb) -> int:
+    """Put every answer cell of a worked solution (nbgrader's solution cells) behind a closed,
+    labelled toggle: code through myst-nb's `hide-cell` tag with its own prompt, a written
+    answer inside a collapsed admonition. The number of answers hidden."""
+    hidden = 0
+    for cell in nb.cells:
+        if not cell.metadata.get("nbgrader", {}).get("solution"):
+            continue
+        hidden += 1
+        if cell.cell_type == "code":
+            tags = cell.metadata.setdefault("tags", [])
+            tags += [t for t in ("worked-answer", "hide-cell") if t not in tags]
+            _label_toggle(cell)
+        else:
+            fence = ":" * max(4, 1 + max((len(run) for run in _colon_runs(cell.source)),
+                                         default=0))
+            cell.source = (f"{fence}{{admonition}} {MODEL_ANSWER}\n:class: dropdown worked-answer"
+                           f"\n\n{cell.source}\n{fence}")
+    return hidden
+
+
+def _label_toggle(cell) -> None:
+    """myst-nb's toggle of a hidden code cell says "Show the worked answer", not "Show code
+    cell source"."""
+    cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}),
+                               "code_prompt_show": SHOW_CODE, "code_prompt_hide": HIDE_CODE}
+
+
+def _colon_runs(text: str) -> list[str]:
+    return re.findall(r"^(:{3,})", text, flags=re.M)
+
+
+def _leave_out_solutions(to: Path) -> None:
+    """The contents without the worked solutions' part, and the contents page's table without
+    its links to them (the assignment's name stays, as plain text)."""
+    toc = (to / "_toc.yml").read_text()
+    part = toc.index(f"  - caption: {SOLUTIONS_PART}")
+    (to / "_toc.yml").write_text(toc[:part].rstrip() + "\n")
+    index = (to / "index.md").read_text()
+    index = re.sub(r"\{doc\}`([^<`]+?) <solutions/[^>]+>`", r"`\1`", index)
+    index = index.replace("assignment (worked solution)", "assignment")
+    start = index.find("## About the worked solutions")
+    if start != -1:
+        index = index[:start].rstrip() + "\n"
+    (to / "index.md").write_text(index)
 
 
 def sphinx(source: Path, out: Path = SITE, work: Path = BUILD / "site-build") -> Path:
@@ -134,18 +213,21 @@ def sphinx(source: Path, out: Path = SITE, work: Path = BUILD / "site-build") ->
     return out
 
 
-def build(execute: bool = True) -> Path:
+def build(execute: bool = True, with_solutions: bool = True) -> Path:
     start = time.perf_counter()
     if execute:
         print("Executing the lectures (with the figure checks):", flush=True)
         lecture_files = execute_stale(lectures(), EXECUTED_LECTURES, LECTURE_CODE,
                                       execute_lecture)
-        print("Executing the worked solutions:", flush=True)
-        solution_files = execute_stale(assignments(), EXECUTED_SOLUTIONS, SOLUTION_CODE,
-                                       execute_solution)
+        solution_files = []
+        if with_solutions:
+            print("Executing the worked solutions:", flush=True)
+            solution_files = execute_stale(assignments(), EXECUTED_SOLUTIONS, SOLUTION_CODE,
+                                           execute_solution)
     else:
         lecture_files = [EXECUTED_LECTURES / p.name for p in lectures()]
-        solution_files = [EXECUTED_SOLUTIONS / p.name for p in assignments()]
+        solution_files = [EXECUTED_SOLUTIONS / p.name for p in assignments()] \
+            if with_solutions else []
         missing = [p for p in lecture_files + solution_files if not p.exists()]
         if missing:
             raise SystemExit(f"not executed yet: {', '.join(p.name for p in missing)}")
@@ -158,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--no-execute", action="store_true",
                    help="use the executed copies as they are (fails if one is missing)")
+    p.add_argument("--without-solutions", action="store_true",
+                   help="leave the worked solutions out (a site to publish during a term)")
     args = p.parse_args(argv)
-    build(execute=not args.no_execute)
+    build(execute=not args.no_execute, with_solutions=not args.without_solutions)
     return 0
 
 

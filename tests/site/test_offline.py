@@ -63,7 +63,8 @@ def check_math(page, traffic) -> dict:
 
 
 def check_toggles(page) -> int:
-    """Every worked answer starts hidden and shows its code after a click on its toggle."""
+    """Every worked answer starts hidden behind a toggle labelled as one, and shows its code
+    (or, for a written answer, its text) after a click on that toggle. The number of answers."""
     answers = page.locator(".cell.tag_worked-answer")
     for i in range(answers.count()):
         cell = answers.nth(i)
@@ -71,10 +72,21 @@ def check_toggles(page) -> int:
         assert cell.locator("details").count() == 1, f"worked answer {i + 1} has no toggle"
         assert cell.locator("details").first.get_attribute("open") is None
         assert not code.is_visible(), f"worked answer {i + 1} is shown before its toggle"
-        cell.locator("summary").first.click()
+        summary = cell.locator("summary").first
+        assert build.SHOW_CODE in summary.inner_text(), (
+            f"worked answer {i + 1}'s toggle says {summary.inner_text()!r}")
+        summary.click()
         assert code.is_visible(), f"worked answer {i + 1} did not open"
-        assert code.inner_text().startswith("# Worked answer")
-    return answers.count()
+    written = page.locator(".admonition.worked-answer")
+    for i in range(written.count()):
+        box = written.nth(i)
+        title = box.locator(".admonition-title").first
+        assert build.MODEL_ANSWER in title.inner_text()
+        body = box.locator(":scope > :not(.admonition-title)").first
+        assert not body.is_visible(), f"model answer {i + 1} is shown before its toggle"
+        box.locator("button, .admonition-title").first.click()
+        assert body.is_visible(), f"model answer {i + 1} did not open"
+    return answers.count() + written.count()
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +107,46 @@ def tiny_site(tmp_path_factory) -> Path:
     nb = nbformat.v4.new_notebook(cells=[
         md("# One exercise\n\nThe weights $\\mathrm{softmax}(s)_j = e^{s_j} / \\sum_k e^{s_k}$."),
         md("**Try it.** What is $2 + 2$?"), answer, nbformat.v4.new_code_cell("y = 1")])
+    build.label_worked_answers(nb)  # as `make site` stages a lecture
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     nbformat.write(nb, src / "lecture.ipynb")
     return build.sphinx(src, out=root / "site", work=root / "work")
+
+
+@pytest.fixture(scope="module")
+def tiny_solutions(tmp_path_factory) -> Path:
+    """A one-page book holding a worked solution as `make site` stages it: a code answer and a
+    written answer (nbgrader's solution cells), each to be hidden behind its toggle."""
+    root = tmp_path_factory.mktemp("tiny-solutions")
+    src = root / "src"
+    src.mkdir()
+    shutil.copy2(build.BOOK / "_config.yml", src / "_config.yml")
+    (src / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: answers\n")
+    (src / "index.md").write_text("# Answers\n\nThe weights $w_j$ sum to one.\n")
+    solution = {"solution": True, "grade": False, "locked": False, "schema_version": 3}
+    code = nbformat.v4.new_code_cell("def double(x):\n    return 2 * x")
+    code.metadata["nbgrader"] = {**solution, "grade_id": "double"}
+    written = nbformat.v4.new_markdown_cell("Because $e^{-c}$ cancels.\n\n:::{note}\ninner\n:::")
+    written.metadata["nbgrader"] = {**solution, "grade": True, "grade_id": "why", "points": 1}
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Worked solution\n\nWrite $f(x) = 2x$."), code,
+        nbformat.v4.new_markdown_cell("Why is a shift harmless?"), written])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    assert build.hide_answers(nb) == 2
+    nbformat.write(nb, src / "answers.ipynb")
+    return build.sphinx(src, out=root / "site", work=root / "work")
+
+
+def test_worked_solutions_start_behind_labelled_toggles(tiny_solutions, serve, offline_page):
+    page, traffic = offline_page(serve(tiny_solutions) + "answers.html")
+    check_math(page, traffic)
+    assert check_toggles(page) == 2
+    assert page.locator(".cell.tag_worked-answer").count() == 1
+    assert page.locator(".admonition.worked-answer").count() == 1
 
 
 def test_a_worked_answer_is_behind_a_toggle_offline(tiny_site, serve, offline_page):

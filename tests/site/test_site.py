@@ -166,3 +166,22 @@ def test_the_lectures_have_worked_answers(site):
     counts = {p.stem: worked_answers(nbformat.read(EXECUTED / p.name, as_version=4))
               for p in LECTURES}
     assert sum(counts.values()) > 0, f"no worked answers on the site yet: {counts}"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_worked_solutions_hide_every_answer(site, assignment):
+    """Each solution cell of the source assignment is on its page behind a toggle: code in a
+    closed <details> labelled as a worked answer, a written answer in a collapsed admonition."""
+    from book import build
+
+    html = (site / "solutions" / f"{assignment}.html").read_text()
+    source = nbformat.read(REPO / "assignments" / assignment / f"{assignment}.ipynb", as_version=4)
+    solutions = [c for c in source.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    code = [(m.group(1).split(), m.group(2)) for m in CELL.finditer(html)
+            if "tag_worked-answer" in m.group(1).split()]
+    written = re.findall(r'<div class="[^"]*\bworked-answer\b[^"]*admonition', html)
+    assert len(code) == sum(c.cell_type == "code" for c in solutions)
+    assert len(written) == sum(c.cell_type == "markdown" for c in solutions)
+    for _, first in code:
+        assert first.startswith("<details") and " open" not in first
+    assert html.count(build.SHOW_CODE) >= len(code)
