@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
-.PHONY: cuda-check site site-without-solutions browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus bytecode
+.PHONY: cuda-check cli-reference site site-without-solutions browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus bytecode
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -103,6 +103,10 @@ lectures-other-cpus: $(STAMP)
 site: $(STAMP)
 	$(BIN)/python book/build.py
 	@echo "Open build/site/index.html"
+
+## docs/cli.md, the reference of `python -m grader`, from the CLI's own parser.
+cli-reference: $(STAMP)
+	$(BIN)/python docs/cli_reference.py
 
 ## The same site without the assignments' worked solutions, to publish during a term.
 site-without-solutions: $(STAMP)

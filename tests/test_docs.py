@@ -20,15 +20,30 @@ PAGES = [p for p in PAGES if p.name != "performance-log.md"]  # a diary: old com
 
 
 def _commands(text: str) -> list[str]:
-    """Shell lines of code blocks and inline code spans, comments dropped, continuations joined."""
-    found = []
-    for block in re.findall(r"```(?:bash|sh|console)?\n(.*?)```", text, flags=re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            line = line.split(" #", 1)[0].strip()
-            if line and not line.startswith("#"):
-                found.append(line)
-    found += re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
+    """Shell lines of shell code blocks and inline code spans, comments dropped, continuations
+    joined. Blocks of another language (text, python, output) are not commands."""
+    found, prose, block, language = [], [], None, None
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if block is None:
+                block, language = [], line[3:].strip()
+            else:
+                if language in ("", "bash", "sh", "console", "shell"):
+                    found += _shell_lines("\n".join(block))
+                block = None
+            continue
+        (prose if block is None else block).append(line)
+    found += re.findall(r"`([^`\n]+)`", "\n".join(prose))
     return found
+
+
+def _shell_lines(block: str) -> list[str]:
+    lines = []
+    for line in block.replace("\\\n", " ").splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
 
 
 def _make_targets() -> set[str]:
@@ -99,6 +114,18 @@ def test_every_relative_link_resolves(page):
     missing = [t for t in targets if "://" not in t and not t.startswith("mailto:")
                and not (page.parent / t).exists()]
     assert not missing, f"{page.name} links to missing file(s): {missing}"
+
+
+def test_the_cli_reference_is_generated_from_the_parser():
+    """docs/cli.md is exactly what the parser prints today (`make cli-reference` rewrites it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cli_reference",
+                                                  REPO / "docs" / "cli_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert (REPO / "docs" / "cli.md").read_text() == module.reference(), (
+        "docs/cli.md is out of date with grader/cli.py: run `make cli-reference`")
 
 
 def test_readme_is_a_front_door():
