@@ -20,6 +20,7 @@ from grader.course import COURSE_ID, Course
 from grader.nbgrader_api import api_for, reason
 from grader.parallel import Task, fingerprint
 from grader.release import release
+from grader.shown import shown
 from grader.status import flag, load_status, save_status, status_path, unique
 
 __all__ = ["Result", "autograde", "load_status", "save_status", "status_path"]
@@ -52,16 +53,19 @@ def find_submissions(submissions: Path, assignment: str) -> dict[str, Path | str
 
 
 def _scores(course: Course, assignment: str, student: str) -> dict:
+    """The student's scores in the gradebook; zero for one without a submission, who is added
+    to the gradebook (so the export lists them, with zero) when `student` is a valid id. A
+    folder whose name is not one is no student: it gets a row in the run's status alone."""
     with Gradebook(course.db_url, COURSE_ID) as gb:
-        try:
-            sub = gb.find_submission(assignment, student)
-            return dict(score=sub.score, max_score=sub.max_score, auto_score=sub.code_score,
-                        auto_max=sub.max_code_score, needs_manual=sub.needs_manual_grade)
-        except MissingEntry:
-            gb.update_or_create_student(student)  # so the export lists them, with zero
-            a = gb.find_assignment(assignment)
-            return dict(score=0.0, max_score=a.max_score, auto_score=0.0,
-                        auto_max=a.max_code_score)
+        if intake.is_student_id(student):
+            try:
+                sub = gb.find_submission(assignment, student)
+                return dict(score=sub.score, max_score=sub.max_score, auto_score=sub.code_score,
+                            auto_max=sub.max_code_score, needs_manual=sub.needs_manual_grade)
+            except MissingEntry:
+                gb.update_or_create_student(student)
+        a = gb.find_assignment(assignment)
+        return dict(score=0.0, max_score=a.max_score, auto_score=0.0, auto_max=a.max_code_score)
 
 
 def _is_released(course: Course, assignment: str) -> bool:
@@ -106,8 +110,12 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
     from grader.sandbox.session import confinement
 
     confinement(unconfined)  # no sandbox and not --unconfined: refuse before grading anyone
+
+    def say(line: str) -> None:  # every line quotes student ids or errors: escaped
+        progress(shown(line))
+
     with shared_engines():
-        return _autograde(course, assignment, submissions, progress, limits, workers,
+        return _autograde(course, assignment, submissions, say, limits, workers,
                           scheduler, force, unconfined)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from grader.collector import paused
 from grader.course import DEFAULT_COURSE, Course
+from grader.shown import install_log_escaping, shown
 
 
 def _course(args) -> Course:
@@ -59,9 +60,9 @@ def cmd_collect(args) -> int:
     for student, taken in sorted(record["students"].items()):
         line = taken.get("error") or f"submitted {taken['time']} ({taken['folder']})"
         flags = f"  [{len(taken['flags'])} file(s) left out]" if taken.get("flags") else ""
-        print(f"  {student:<12} {line}{flags}")
+        print(f"  {shown(student):<12} {shown(line)}{flags}")
     for refused in record["refused"]:
-        print(f"  REFUSED {refused['folder']}: it {refused['why']}")
+        print(f"  REFUSED {shown(refused['folder'])}: it {shown(refused['why'])}")
     taken = sum("error" not in t for t in record["students"].values())
     print(f"{taken} submission(s) collected, {len(record['students']) - taken} could not be; "
           f"{len(record['refused'])} refused.")
@@ -100,11 +101,11 @@ def cmd_autograde(args) -> int:
     try:
         confined = confinement(args.unconfined)
     except IsolationUnavailable as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {shown(e)}", file=sys.stderr)
         return 2
     submissions = Path(args.submissions) if args.submissions else None
-    print(f"Autograding {args.assignment} from "
-          f"{submissions or 'what was collected from the exchange'}")
+    print(f"Autograding {shown(args.assignment)} from "
+          f"{shown(submissions or 'what was collected from the exchange')}")
     print(f"  isolation: {confined.describe()}")
     start = time.monotonic()
     results = autograde(_course(args), args.assignment, submissions, limits=limits,
@@ -140,13 +141,14 @@ def cmd_feedback(args) -> int:
     pages = feedback(course, args.assignment, to=Path(args.to) if args.to else None)
     for student, result in pages.items():
         where = result if isinstance(result, str) else ", ".join(str(p) for p in result)
-        print(f"  {student:<12} {where}")
+        print(f"  {shown(student):<12} {shown(where)}")
     failed = any(isinstance(r, str) for r in pages.values())
     if args.publish:
         from grader.feedback import publish_feedback
 
         for student, why in publish_feedback(course, args.assignment).items():
-            print(f"  {student:<12} {'published' if why is None else 'NOT published: ' + why}")
+            print(f"  {shown(student):<12} "
+                  f"{'published' if why is None else 'NOT published: ' + shown(why)}")
             failed = failed or why is not None
         print(f"feedback in the exchange ({course.exchange}): each student fetches their own "
               "from the assignment list")
@@ -158,7 +160,8 @@ def cmd_report(args) -> int:
 
     to = Path(args.to or f"{args.assignment}-report.html")
     feedback_dir = Path(args.feedback) if args.feedback else None
-    print(f"class report written to {report(_course(args), args.assignment, to, feedback_dir)}")
+    written = report(_course(args), args.assignment, to, feedback_dir)
+    print(f"class report written to {shown(written)}")
     return 0
 
 
@@ -167,7 +170,7 @@ def cmd_export(args) -> int:
 
     roster = Path(args.roster) if args.roster else None
     to = export(_course(args), Path(args.to), args.format, roster)
-    print(f"grades written to {to} ({args.format} format)")
+    print(f"grades written to {shown(to)} ({args.format} format)")
     return 0
 
 
@@ -311,10 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command != "lab":
         p.error(f"unrecognized arguments: {' '.join(extra)}")
     args.jupyter_args = extra
+    install_log_escaping()  # log lines quote student ids, file names, errors
     try:
         return args.run(args)
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    except (FileNotFoundError, ValueError, RuntimeError) as e:  # may quote a student's text
+        print(f"error: {shown(e)}", file=sys.stderr)
         return 2
 
 

@@ -116,14 +116,19 @@ class VerifiedCollect(ExchangeCollect):
             why = "is not a folder"
         elif owner != claimed:
             why = f"names {claimed} but belongs to {owner}"
-        elif not intake.STUDENT_ID.match(claimed):
-            why = f"names {claimed!r}, not a valid student id"
+        elif problem := intake.id_problem(claimed):
+            why = f"names an invalid student id: {problem}"
         if why:
             self.log.error("Refused %s: it %s; not collected", path, why)
             self.refused.append({"folder": path.name, "owner": owner, "why": why})
             return None
+        try:
+            when = exchange_time(path)
+        except OSError as e:  # removed by its owner since the lstat above
+            self.log.warning("Skipped %s: %s", path, e.strerror)
+            return None
         return {"username": claimed, "filename": path.name, "uid": st.st_uid,
-                "timestamp": exchange_time(path)}
+                "timestamp": when}
 
     def copy_files(self):
         course = Course.at(Path(self.coursedir.root))
@@ -136,7 +141,7 @@ class VerifiedCollect(ExchangeCollect):
             try:
                 taken = intake.take_in(course, assignment, student, folder,
                                        now=rec["timestamp"], owner=rec["uid"])
-            except intake.IntakeError as e:
+            except (intake.IntakeError, OSError) as e:  # this student's alone: the others go on
                 self.log.error("%s: %s", student, e)
                 record["students"][student] = {"folder": rec["filename"], "error": str(e)}
                 continue

@@ -28,11 +28,34 @@ from pathlib import Path
 
 from grader.course import Course
 from grader.notebooks import unreadable_notebooks
+from grader.shown import shown
 from grader.status import flag
 
 log = logging.getLogger(__name__)
 
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
+# A student id: a folder name, a gradebook key, a part of file names (STUDENT.html, the
+# exchange's STUDENT+ASSIGNMENT+TIME+RANDOM) and a CSV cell. ASCII letters, digits and _ . @ -,
+# starting with a letter or digit (so never with a formula character in a spreadsheet, nor a
+# dot), at most MAX_ID_LENGTH characters: nbgrader's gradebook keeps 128 (Student.id is a
+# String(128), enforced by PostgreSQL), which keeps every file name made from an id far below
+# the 255 bytes a file name may have. Checked whole (fullmatch: "alice\n" is not "alice").
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]*")
+MAX_ID_LENGTH = 128
+
+
+def id_problem(name: str) -> str | None:
+    """Why `name` is not a valid student id (the message shows it escaped), or None."""
+    if len(name) > MAX_ID_LENGTH:
+        return (f"{shown(name[:40])}... ({len(name)} characters) is not a valid student id: "
+                f"at most {MAX_ID_LENGTH} characters")
+    if not STUDENT_ID.fullmatch(name):
+        return (f"{name!r} is not a valid student id (ASCII letters, digits, "
+                "_ . @ -, starting with a letter or a digit)")
+    return None
+
+
+def is_student_id(name: str) -> bool:
+    return id_problem(name) is None
 
 # nbgrader's own format for timestamp.txt (its exchange's `timestamp_format`, in UTC).
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"
@@ -119,8 +142,9 @@ def _student_folder_problem(entry: os.DirEntry, assignment: str) -> str | None |
                 "not graded (a submission must be a real folder)")
     if not entry.is_dir(follow_symlinks=False):
         return False
-    if not STUDENT_ID.match(name):
-        return f"folder name {name!r} is not a valid student id (letters, digits, _ . @ -)"
+    problem = id_problem(name)
+    if problem:
+        return f"folder name {problem}: not graded"
     folder = os.path.join(entry.path, assignment)
     try:
         st = os.lstat(folder)
@@ -259,11 +283,17 @@ class _Copier:
         for entry in listed:
             name = entry.name
             path = f"{rel}{name}"
-            st = entry.stat(follow_symlinks=False)
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError as e:  # removed (or made unreadable) since it was listed
+                raise _changed(self.student, path, e) from None
             if self.owner is not None and st.st_uid != self.owner:
                 self.leave_out(path, f"belongs to {user_name(st.st_uid)}, not to the student")
             elif stat.S_ISLNK(st.st_mode):
-                target = os.readlink(name, dir_fd=dir_fd)
+                try:
+                    target = os.readlink(name, dir_fd=dir_fd)
+                except OSError as e:  # replaced by something else since it was listed
+                    raise _changed(self.student, path, e) from None
                 self.leave_out(path, f"is a symbolic link to {target}")
             elif stat.S_ISDIR(st.st_mode):
                 sub = self.open_at(dir_fd, name, _DIR, path)
@@ -337,6 +367,13 @@ class _Copier:
                     (staging / rel).unlink()
                     self.leave_out(rel, f"is a hard link to a file outside the submission "
                                         f"({self.nlink[key]} names, {len(rels)} of them in it)")
+
+
+def _changed(student: str, rel: str, e: OSError) -> IntakeError:
+    """The error of a submission whose owner changed it while it was copied (a file removed
+    or replaced between the listing and the read): that student's, never the batch's."""
+    return IntakeError(f"{student}'s submission changed while it was taken in ({rel}: "
+                       f"{e.strerror}): not graded; take it in again once it is left alone")
 
 
 def user_name(uid: int) -> str:

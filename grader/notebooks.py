@@ -15,7 +15,7 @@ def read_notebook(path: Path):
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such notebook")
     try:
-        return nbformat.read(path, as_version=4)
+        nb = nbformat.read(path, as_version=4)
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not valid notebook JSON (line {e.lineno}: {e.msg}); "
                          "was it edited outside Jupyter?") from e
@@ -23,6 +23,34 @@ def read_notebook(path: Path):
         raise ValueError(f"{path} is not UTF-8 text: {e}") from e
     except Exception as e:  # nbformat validation and version errors
         raise ValueError(f"{path} is not a readable notebook: {e}") from e
+    where = _not_unicode(nb)
+    if where:
+        raise ValueError(f"{path}: {where} holds text that is not valid Unicode (a lone "
+                         "surrogate such as \\ud800, written as an escape in the JSON); the "
+                         "notebook cannot be graded")
+    return nb
+
+
+def _not_unicode(nb) -> str | None:
+    """Where the notebook holds a lone surrogate ("cell 3", "the notebook's metadata"), or
+    None. JSON's \\uXXXX escapes can write one; Python reads it into a str that no encoder
+    takes, so every later step (the hand-over, writing the executed notebook) would fail as if
+    the grader had broken: found here, it is the submission's error."""
+    if _encodes(nb):
+        return None
+    parts = [(f"cell {i}", cell) for i, cell in enumerate(nb.get("cells", []), start=1)]
+    for where, part in [*parts, ("the notebook's metadata", nb.get("metadata", {}))]:
+        if not _encodes(part):
+            return where
+    return "the notebook"
+
+
+def _encodes(part) -> bool:
+    try:
+        json.dumps(part, ensure_ascii=False).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def unreadable_notebooks(folder: Path, expected: list[str]) -> str | None:

@@ -13,6 +13,8 @@ import json
 from enum import StrEnum
 from pathlib import Path
 
+from grader.shown import shown
+
 
 class Kind(StrEnum):
     """Every kind of flag, with what it means for the instructor."""
@@ -60,17 +62,26 @@ def load_status(course_root: Path, assignment: str) -> dict:
 
 def save_status(course_root: Path, assignment: str, results, hashes: dict | None = None) -> Path:
     """Record every student's outcome of the last autograde run (read back by the report).
-    `results`: objects with student, auto_score, auto_max, error, flags, seconds, skipped."""
+    `results`: objects with student, auto_score, auto_max, error, flags, seconds, skipped.
+
+    The record is text for people (the report, the terminal): the folder name, the error and
+    each flag's detail quote what a student wrote (file names, link targets, a rejected folder's
+    name), so they are stored `shown` (grader.shown): no control character, no lone surrogate
+    (which no page or terminal could write), whatever reads them. A valid student id is stored
+    as it is."""
     path = status_path(course_root, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
     old = load_status(course_root, assignment)
     for r in results:
-        entry = {"auto_score": r.auto_score, "auto_max": r.auto_max, "error": r.error,
-                 "flags": r.flags, "seconds": round(r.seconds, 3)}
+        key = shown(r.student)
+        entry = {"auto_score": r.auto_score, "auto_max": r.auto_max,
+                 "error": None if r.error is None else shown(r.error),
+                 "flags": [{**f, "detail": shown(f["detail"])} for f in r.flags],
+                 "seconds": round(r.seconds, 3)}
         if r.skipped:
-            entry["hash"] = old.get(r.student, {}).get("hash")
+            entry["hash"] = old.get(key, {}).get("hash")
         elif hashes and r.student in hashes and not r.error:
             entry["hash"] = hashes[r.student]
-        old[r.student] = entry
+        old[key] = entry
     path.write_text(json.dumps(old, indent=1, sort_keys=True))
     return path

@@ -7,6 +7,11 @@ the columns Student, ID, SIS User ID, SIS Login ID, Section, then one column per
 Student cell is "Points Possible", giving each assignment's maximum. Canvas's importer
 (GradebookImporter in canvas-lms) finds each row's student by ID, then SIS User ID, then SIS
 Login ID, then the name.
+
+Every text cell is written through grader.lms.text_cell: a roster's names and ids come from
+Canvas and are no more trusted than a student's own. A roster cell that starts like a formula
+(a name "=HYPERLINK(...)", say) is written with a quote in front; Canvas still finds the row by
+its ID, the number Canvas gave the student, which is never changed (digits only).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import csv
 import logging
 from pathlib import Path
 
-from grader.lms import GradeTable, StudentGrades, points
+from grader.lms import GradeTable, StudentGrades, points, text_cell
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +39,12 @@ def write(table: GradeTable, to: Path, roster: Path | None = None) -> Path:
     names = [a.name for a in table.assignments]
     with open(to, "w", newline="", encoding="utf-8") as f:
         out = csv.writer(f)
-        out.writerow([*STUDENT_COLUMNS, *names])
+        out.writerow([*STUDENT_COLUMNS, *map(text_cell, names)])
         out.writerow([POINTS_POSSIBLE, "", "", "", "", *(points(a.max_score)
                                                          for a in table.assignments)])
         for who, student in rows:
             scores = student.scores if student else {}
-            out.writerow([*(who[c] for c in STUDENT_COLUMNS),
+            out.writerow([*(text_cell(who[c]) for c in STUDENT_COLUMNS),
                           *(points(scores.get(name)) for name in names)])
     return to
 

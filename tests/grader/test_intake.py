@@ -269,3 +269,36 @@ def test_intake_module_reads_nothing_through_paths(monkeypatch, course, sub):
     monkeypatch.setattr("builtins.open", spy)
     assert intake_module.admit(course, "hw", "alice", sub)[0] is None
     assert not [p for p in opened if p.startswith(str(sub))], opened
+
+
+@pytest.mark.parametrize("name", ["alice\n", "alice\r", "al\x1bice", "-alice", "=1+1", "_alice",
+                                  "al ice", "al,ice", "alïce", "a" * 129, "b" * 255,
+                                  "al\udcffice"])
+def test_a_folder_name_that_is_not_a_whole_valid_id_is_an_error(tmp_path, sub, name):
+    subs = sub.parent.parent
+    try:
+        os.mkdir(subs / name)
+    except (OSError, ValueError):
+        pytest.skip(f"the file system takes no folder named {name!r}")
+    (subs / name / "hw").mkdir()
+    found = find_submissions(subs, "hw")
+    assert found["alice"] == sub
+    assert isinstance(found[name], str) and "is not a valid student id" in found[name]
+    assert "\x1b" not in found[name] and "\n" not in found[name], "the reason shows it escaped"
+    if len(name) > intake_module.MAX_ID_LENGTH:
+        assert f"at most {intake_module.MAX_ID_LENGTH} characters" in found[name]
+
+
+def test_the_longest_id_is_accepted_and_its_file_names_fit(tmp_path, sub):
+    longest = "a" * intake_module.MAX_ID_LENGTH
+    assert intake_module.is_student_id(longest)
+    assert not intake_module.is_student_id(longest + "a")
+    # the longest name made from an id: the feedback page and its temporary, and the exchange's
+    # STUDENT+ASSIGNMENT+TIME+RANDOM for an assignment name of 60 characters
+    names = [f"{longest}.html", f"{longest}+{'x' * 60}+2026-01-01 00:00:00.000000 UTC+abcdef12"]
+    assert all(len(n.encode()) < 255 for n in names)
+    target = tmp_path / "to" / f"{longest}.html"
+    target.parent.mkdir()
+    _write_replacing(target, b"<p>page</p>")
+    assert target.read_bytes() == b"<p>page</p>"
+    assert os.listdir(target.parent) == [target.name], "no temporary left behind"

@@ -195,3 +195,24 @@ def test_cli_offers_every_format():
     export_parser = parser()._subparsers._group_actions[0].choices["export"]
     formats = next(a for a in export_parser._actions if a.dest == "format")
     assert tuple(formats.choices) == FORMATS
+
+
+def test_nbgrader_format_is_nbgraders_own_for_ordinary_data(course, tmp_path):
+    """Existing users' imports keep working: without a character that needs quoting, the file
+    is byte for byte the one nbgrader's CsvExportPlugin writes."""
+    from nbgrader.plugins import CsvExportPlugin
+
+    ours = export(course, tmp_path / "ours.csv").read_bytes()
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        CsvExportPlugin(to=str(tmp_path / "theirs.csv")).export(gb)
+    assert ours == (tmp_path / "theirs.csv").read_bytes()
+
+
+@pytest.mark.parametrize(("value", "cell"), [
+    ("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"), ("+1", "'+1"), ("-2+3", "'-2+3"),
+    ("@SUM(A1)", "'@SUM(A1)"), ("\tx", "'\tx"), ("\rx", "'\rx"), ("\nx", "'\nx"),
+    ("alice", "alice"), ("O'Brien", "O'Brien"), ("a=b", "a=b"), ("", ""), (None, "")])
+def test_text_cells_never_start_like_a_formula(value, cell):
+    from grader.lms import text_cell
+
+    assert text_cell(value) == cell
