@@ -16,6 +16,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from grader import notebook_schema
 from grader.course import CELL_TIMEOUT, KERNEL_ARGS, setup_process
 from grader.notebooks import read_notebook
+from grader.shown import shown
 from grader.threads import ONE_THREAD
 
 
@@ -78,15 +79,18 @@ def run_visible_tests(path: Path, timeout: int = CELL_TIMEOUT) -> list[TestResul
 
 
 def report(results: list[TestResult], path: Path) -> str:
-    lines = [f"Visible tests in {path}:"]
+    """What the terminal shows. Test names and messages come from the notebook (a submission's,
+    when an instructor checks one): each of their control characters is shown as an escape
+    (grader.shown), so none can move the cursor, rewrite a PASS line or retitle the window."""
+    lines = [f"Visible tests in {shown(path)}:"]
     for r in results:
         if r.hidden:
-            lines.append(f"  ....  {r.name} ({r.points:g} pt): hidden, run when graded")
+            lines.append(f"  ....  {shown(r.name)} ({r.points:g} pt): hidden, run when graded")
             continue
         mark = "PASS" if r.passed else "FAIL"
-        lines.append(f"  {mark}  {r.name} ({r.points:g} pt)")
+        lines.append(f"  {mark}  {shown(r.name)} ({r.points:g} pt)")
         if r.message:
-            lines.extend(f"          {line}" for line in r.message.splitlines()[:6])
+            lines.extend(f"          {shown(line)}" for line in r.message.split("\n")[:6])
     visible = [r for r in results if not r.hidden]
     passed = sum(r.passed for r in visible)
     lines.append(f"{passed} of {len(visible)} visible tests pass. Hidden tests run when the "

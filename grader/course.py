@@ -131,6 +131,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         OverwriteKernelspec,
     )
 
+    from grader.html_safety import exporter_config
     from grader.preprocessors import (
         CheckCellMetadata,
         OverwriteCellsOnce,
@@ -190,4 +191,8 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         ShortTracebacks,
         CSSHTMLHeaderPreprocessor,
     ]
+    # Every page built from a submission (feedback, the formgrader's submission view) renders
+    # student markdown and HTML through an allow-list sanitizer, math as MathML, under a
+    # Content-Security-Policy that runs no script of theirs: grader/html_safety.py.
+    c.merge(exporter_config())
     return c

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from grader.course import Course
+from grader.html_safety import has_page_policy
 from grader.intake import IntakeError, open_regular, read_regular
 from grader.nbgrader_api import api_for, reason
 
@@ -31,6 +32,10 @@ def feedback(course: Course, assignment: str, students: list[str] | None = None,
     """
     if students is None:
         students = _autograded_students(course, assignment)
+        if not students:  # nothing to do is a mistake to say, not a silent success
+            raise FileNotFoundError(
+                f"nothing of {assignment} was autograded in {course.root}: run "
+                f"`python -m grader autograde {assignment}` first")
     api = api_for(course)
     pages: dict[str, list[Path] | str] = {}
     for student in students:
@@ -42,7 +47,7 @@ def feedback(course: Course, assignment: str, students: list[str] | None = None,
             found = _generated_pages(course, assignment, student)
             pages[student] = _deliver(found, Path(to), student) if to is not None else \
                 [path for path, _ in found]
-        except IntakeError as e:  # one student's odd folder never stops the others
+        except (IntakeError, OSError) as e:  # one student's odd folder never stops the others
             log.warning("feedback for %s not delivered: %s", student, e)
             pages[student] = f"feedback not delivered: {e}"
     return pages
@@ -70,7 +75,8 @@ def _is_real_dir(path: Path) -> bool:
 
 def _generated_pages(course: Course, assignment: str, student: str) -> list[tuple[Path, bytes]]:
     """(path, bytes) of each page generated from a notebook of the assignment that was
-    autograded for `student`; each a regular file with one name, reached through no link."""
+    autograded for `student`; each a regular file with one name, reached through no link, and
+    made by our templates (sanitized, its policy first in its head: grader/html_safety.py)."""
     found = []
     for name in course.notebooks(assignment):
         notebook = f"{student}/{assignment}/{name}.ipynb"
@@ -80,10 +86,14 @@ def _generated_pages(course: Course, assignment: str, student: str) -> list[tupl
             continue  # not submitted: no page, as nbgrader does
         rel = f"{student}/{assignment}/{name}.html"
         try:
-            found.append((course.feedback / rel, read_regular(course.feedback, rel)))
+            page = read_regular(course.feedback, rel)
         except FileNotFoundError:
             raise IntakeError(f"no feedback page was generated for {name}.ipynb "
                               f"({course.feedback / rel})") from None
+        if not has_page_policy(page):  # made by another configuration: not sanitized
+            raise IntakeError(f"the feedback page {course.feedback / rel} was not made by the "
+                              "grader's templates (no Content-Security-Policy): not delivered")
+        found.append((course.feedback / rel, page))
     return found
 
 
@@ -102,8 +112,9 @@ def _deliver(pages: list[tuple[Path, bytes]], to: Path, student: str) -> list[Pa
 
 def _write_replacing(target: Path, data: bytes) -> None:
     """Write to a new file and rename it over target: a link already at target is replaced,
-    never written through."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    never written through. The new file's name is the grader's own, never made from the
+    target's (a student id): it cannot pass the file-name limit, whatever the id."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".feedback-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -20,6 +21,8 @@ c.merge(nbgrader_config(Course(Path({root!r}))))
 c.Exchange.assignment_dir = {student!r}
 '''
 
+SERVER_EXTENSIONS = {"ServerApp": {"jpserver_extensions": {"grader.formgrader_policy": True}}}
+
 
 def student_dir(course: Course) -> Path:
     """Where the assignment list fetches to: build/student for the course in build/course."""
@@ -34,6 +37,11 @@ def write_config(course: Course = DEFAULT_COURSE, folder: Path | None = None) ->
     student_dir(course).mkdir(parents=True, exist_ok=True)  # the assignment list needs it
     (folder / "nbgrader_config.py").write_text(
         CONFIG.format(root=str(course.root), student=str(student_dir(course))))
+    # The formgrader's submission pages get their Content-Security-Policy from our server
+    # extension (grader/formgrader_policy.py); Jupyter reads extensions enabled here.
+    extensions = folder / "jupyter_server_config.d"
+    extensions.mkdir(exist_ok=True)
+    (extensions / "grader.json").write_text(json.dumps(SERVER_EXTENSIONS, indent=1))
     return folder
 
 

@@ -1,20 +1,23 @@
 """An instructor's report for one assignment: how the class did, and where it struggled.
 
-One self-contained HTML page with the distribution of autograded scores, each test's failure
-rate (which idea the class found hard), the likely causes the checks named most often, and every
-submission that could not be graded, with links to the students' feedback pages.
+One self-contained HTML page (grader/templates/report.html.j2) with the distribution of autograded
+scores, each test's failure rate (which idea the class found hard), the likely causes the checks
+named most often, and every submission that could not be graded, with links to the students'
+feedback pages.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
+import jinja2
 import matplotlib
+from markupsafe import Markup
 
 matplotlib.use("Agg")  # the report is written to a file, never shown
 import matplotlib.pyplot as plt  # noqa: E402
@@ -23,6 +26,7 @@ from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 
 from grader.checks.causes import CAUSES, named_causes  # noqa: E402
 from grader.course import COURSE_ID, Course, setup_process  # noqa: E402
+from grader.html_safety import STATIC_PAGE_POLICY, meta_policy  # noqa: E402
 from grader.status import load_status  # noqa: E402
 
 
@@ -94,59 +98,40 @@ def _histogram(scores: dict[str, float], auto_max: float) -> str:
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+def _feedback_href(student: str, to: Path, feedback_dir: Path | None) -> str | None:
+    """The link to a student's feedback page: relative to the report where it can be (each
+    segment percent-encoded and led by ./, so no name reads as a scheme), else a file: URL."""
+    if feedback_dir is None:
+        return None
+    page = Path(feedback_dir) / f"{student}.html"
+    if not page.is_relative_to(to.parent):
+        return page.resolve().as_uri()
+    return "./" + quote(page.relative_to(to.parent).as_posix())
+
+
+_ENVIRONMENT = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True, undefined=jinja2.StrictUndefined)
+_ENVIRONMENT.filters["number"] = lambda x: f"{x:g}"
+
+
 def report(course: Course, assignment: str, to: Path, feedback_dir: Path | None = None) -> Path:
+    """Write the class report to `to`: a static page (grader/templates/report.html.j2) under a
+    Content-Security-Policy that runs nothing; every name, reason and flag is escaped."""
     setup_process()
     scores, auto_max, tests, causes, errors, flags = collect(course, assignment)
     if not scores and not errors:
         raise FileNotFoundError(f"nothing autograded for {assignment} in {course.root}")
-    esc = html.escape
-    mean = sum(scores.values()) / len(scores) if scores else 0.0
-    rows = "".join(
-        f"<tr><td>{esc(t.name)}</td><td>{t.points:g}</td><td>{t.failed} of {t.graded}</td>"
-        f"<td><div class=bar style='width:{100 * t.rate:.0f}%'></div>{t.rate:.0%}</td></tr>"
-        for t in sorted(tests, key=lambda t: -t.rate))
-    cause_rows = "".join(f"<tr><td>{esc(CAUSES.get(c, c))}</td><td>{n}</td></tr>"
-                         for c, n in causes.most_common(10)) or "<tr><td>none</td><td></td></tr>"
-    error_rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(e)}</td></tr>"
-                         for s, e in sorted(errors.items())) or "<tr><td>none</td><td></td></tr>"
-    flag_rows = "".join(
-        f"<tr><td>{esc(s)}</td><td>{esc(f['kind'])}</td><td>{esc(f['detail'])}</td></tr>"
-        for s, fs in sorted(flags.items()) for f in fs) or "<tr><td>none</td><td></td></tr>"
-
-    def link(student):
-        if feedback_dir is None:
-            return esc(student)
-        page = Path(feedback_dir) / f"{student}.html"
-        href = page.relative_to(to.parent) if page.is_relative_to(to.parent) else page
-        return f"<a href='{esc(str(href))}'>{esc(student)}</a>"
-
-    student_rows = "".join(f"<tr><td>{link(s)}</td><td>{v:g} / {auto_max:g}</td></tr>"
-                           for s, v in sorted(scores.items()))
-    page = f"""<!doctype html><html><head><meta charset="utf-8">
-<title>{esc(assignment)}: class report</title>
-<style>body{{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;color:#222}}
-table{{border-collapse:collapse;margin:.5em 0 1.5em}}td,th{{padding:.25em .8em;text-align:left;
-border-bottom:1px solid #ddd}}.bar{{display:inline-block;height:.8em;background:#c44e52;
-margin-right:.4em;vertical-align:middle}}</style></head><body>
-<h1>{esc(assignment)}: class report</h1>
-<p>{len(scores)} submissions graded, {len(errors)} could not be graded. Mean autograded score
-{mean:.1f} of {auto_max:g}. Written answers are graded by hand and not included.</p>
-<img alt="histogram of autograded scores"
- src="data:image/png;base64,{_histogram(scores, auto_max)}">
-<h2>Tests, hardest first</h2>
-<table><tr><th>test</th><th>points</th><th>failed</th><th>failure rate</th></tr>{rows}</table>
-<h2>Most common likely causes</h2>
-<table><tr><th>cause named by the checks</th><th>students</th></tr>{cause_rows}</table>
-<h2>Submissions that could not be graded</h2>
-<table><tr><th>student</th><th>reason</th></tr>{error_rows}</table>
-<h2>Flags for review</h2>
-<p>What the grader saw and stopped: blocked or suspicious code, restored cells, timeouts,
-memory and crashes. A flag costs no points by itself; it tells you where to look.</p>
-<table><tr><th>student</th><th>flag</th><th>detail</th></tr>{flag_rows}</table>
-<h2>Students</h2>
-<table><tr><th>student (feedback)</th><th>autograded score</th></tr>{student_rows}</table>
-</body></html>"""
     to = Path(to)
+    page = _ENVIRONMENT.get_template("report.html.j2").render(
+        policy_meta=Markup(meta_policy(STATIC_PAGE_POLICY)),
+        assignment=assignment, scores=scores, errors=sorted(errors.items()),
+        mean=sum(scores.values()) / len(scores) if scores else 0.0, auto_max=auto_max,
+        histogram=_histogram(scores, auto_max),
+        tests=sorted(tests, key=lambda t: -t.rate),
+        causes=[(CAUSES.get(c, c), n) for c, n in causes.most_common(10)],
+        flags=[(s, f) for s, fs in sorted(flags.items()) for f in fs],
+        students=[(s, v, _feedback_href(s, to, feedback_dir)) for s, v in sorted(scores.items())])
     to.parent.mkdir(parents=True, exist_ok=True)
     to.write_text(page)
     return to

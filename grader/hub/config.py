@@ -52,6 +52,9 @@ def write_role_configs(hub: Hub) -> None:
         server = {"ServerApp": {"jpserver_extensions": {
             f"nbgrader.server_extensions.{ext}": ext in allowed[role]
             for ext in NBGRADER_EXTENSIONS}}}
+        # the Content-Security-Policy of the formgrader's submission pages (the instructor's)
+        server["ServerApp"]["jpserver_extensions"]["grader.formgrader_policy"] = \
+            role == "instructor"
         _write(folder / "jupyter_server_config.json", json.dumps(server, indent=1))
         hidden = STUDENT_HIDDEN_PLUGINS if role == "student" else ()
         page = {"disabledExtensions": {f"@jupyter/nbgrader:{p}": True for p in hidden}}
