@@ -27,8 +27,18 @@ c.PAMAuthenticator.open_sessions = False  # no login session (utmp, systemd) per
 c.Authenticator.admin_users = {hub.instructor}
 c.Authenticator.allowed_users = set(hub.users)
 
-# Servers: each user's own process, as their Unix user, on the course's runtime.
-c.JupyterHub.spawner_class = "localprocess"
+# Servers: each user's own process, as their Unix user, on the course's runtime. A student's
+# runs in its own control group with a private /tmp and /dev/shm (grader.hub.spawner), within
+# the limits of hub.limits (grader.hub.layout.ServerLimits: saved in state/hub.json; any of
+# these lines may be changed for a term). The instructor's server, which grades, has none.
+c.JupyterHub.spawner_class = "grader.hub.spawner.ConfinedSpawner"
+c.ConfinedSpawner.mem_limit = hub.limits.memory
+c.ConfinedSpawner.cpu_limit = hub.limits.cpus
+c.ConfinedSpawner.tasks_limit = hub.limits.tasks
+c.ConfinedSpawner.tmp_size = hub.limits.tmp
+c.ConfinedSpawner.shm_size = hub.limits.shm
+c.ConfinedSpawner.cgroup_prefix = hub.root.name
+c.ConfinedSpawner.unconfined_users = {hub.instructor}
 c.Spawner.cmd = [str(hub.env / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"

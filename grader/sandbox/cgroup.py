@@ -150,3 +150,50 @@ def available() -> str | None:
         return f"cannot create a cgroup ({e.strerror or e}: {getattr(e, 'filename', '')})"
     group.remove()
     return None
+
+
+class NamedCgroup(Cgroup):
+    """A long-lived group under a name of our choosing (a hub user's server, "HUB/USER"): the
+    same memory and process bounds as a turn's, plus a CPU quota. Opening it again (the server
+    restarted, the hub restarted) finds the same group and sets its limits anew."""
+
+    def __init__(self, name: str, memory_bytes: int, max_processes: int,
+                 cpus: float | None = None):
+        self.v2 = _v2_base()
+        self.dirs = {}
+        if self.v2 is not None:
+            path = self.v2 / _own(None)
+            for part in name.split("/"):  # each level hands its children the controllers
+                _write(path / "cgroup.subtree_control", "+memory +pids +cpu", check=False)
+                path = path / part
+                path.mkdir(exist_ok=True)
+            self.dirs["all"] = path
+        else:
+            for controller in (*V1, "cpu"):
+                self.dirs[controller] = ROOT / controller / _own(controller) / name
+                self.dirs[controller].mkdir(parents=True, exist_ok=True)
+        self._limit(memory_bytes, max_processes)
+        if cpus:
+            period = 100_000
+            quota = str(max(1000, round(cpus * period)))
+            if "all" in self.dirs:
+                _write(self.dirs["all"] / "cpu.max", f"{quota} {period}")
+            else:
+                _write(self.dirs["cpu"] / "cpu.cfs_period_us", str(period))
+                _write(self.dirs["cpu"] / "cpu.cfs_quota_us", quota)
+
+    def end(self) -> None:
+        """Kill every process in the group, and leave it open to the next server (a turn's
+        group is removed after `end`, which may leave it frozen)."""
+        super().end()
+        if "freezer" in self.dirs:
+            _write(self.dirs["freezer"] / "freezer.state", "THAWED", check=False)
+
+    def limits(self) -> dict[str, str]:
+        """What the kernel holds the group to, read back from its files."""
+        if "all" in self.dirs:
+            files = {"memory": "memory.max", "pids": "pids.max", "cpu": "cpu.max"}
+            return {k: (self.dirs["all"] / f).read_text().strip() for k, f in files.items()}
+        files = {"memory": "memory.limit_in_bytes", "pids": "pids.max",
+                 "cpu": "cpu.cfs_quota_us"}
+        return {k: (self.dirs[k] / f).read_text().strip() for k, f in files.items()}

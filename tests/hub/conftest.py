@@ -25,7 +25,7 @@ import pytest
 
 from grader.hub import command, install
 from grader.hub.config import server_environment
-from grader.hub.layout import MARKER, Hub
+from grader.hub.layout import MARKER, Hub, ServerLimits
 
 LOGS = Path(__file__).resolve().parents[2] / "build" / "hub-test"
 
@@ -123,9 +123,11 @@ def course_hub():
         pytest.skip(why)
     name = os.environ.get("HUB_TEST_NAME", "hubt")  # two test runs at once: different names
     port, hub_port, api_port = free_ports(3)
+    # the default limits, but /tmp, /dev/shm and the exchange smaller: the tests fill them
     hub = Hub(root=Path(f"/srv/attention-course-{name}"), instructor=f"{name}-teacher",
               students=(f"{name}-ada", f"{name}-ben"), port=port, hub_port=hub_port,
-              api_port=api_port)
+              api_port=api_port, limits=ServerLimits(tmp="256M", shm="64M"),
+              exchange_size="256M")
     _remove_test_users(hub)
     for part in ("state", "exchange", "instructor", "config"):
         shutil.rmtree(hub.root / part, ignore_errors=True)

@@ -2,6 +2,9 @@
 a notebook cell can do): they cannot read or change a classmate's submission, the source
 notebooks, the gradebook, the hub's passwords or the reference solutions; a submission made in
 a classmate's name is refused, and a forged early time does not make a late submission on time.
+What a student makes in the exchange by hand is out of a classmate's reach; a student's server
+hits its own limits (memory, tasks, /tmp, /dev/shm) while a classmate's still answers; a
+student changing their submission while it is collected costs only them.
 
 The class here works on soft_select, through nbgrader's own command line as each student (the
 browser walkthrough, test_walkthrough.py, uses self_attention), so the two never share state.
@@ -9,15 +12,23 @@ browser walkthrough, test_walkthrough.py, uses self_attention), so the two never
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import pwd
+import signal
+import subprocess
 import textwrap
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from grader.course import REPO
+from grader.sandbox.cgroup import NamedCgroup
+from tests.hub.terminal import Terminal
+from tests.hub.test_servers import logged_in
 
 ASSIGNMENT = "soft_select"
 
@@ -247,3 +258,264 @@ os.chmod(dest, 0)
     assert "cannot be opened" in after["students"][ada]["error"], after["students"][ada]
     assert after["students"][ben] == before["students"][ben]
     assert "1 could not be" in out.stdout
+
+
+# ----- what a student makes in the exchange by hand --------------------------------------------
+
+MADE_BY_HAND = r'''
+set -e
+umask 000  # as careless as can be: everything asks for rwx for all
+I={inbound}; EX={exchange}
+rm -rf ~/made ~/moved && mkdir -p ~/made/sub
+echo mine > ~/made/answer.txt; echo mine > ~/made/sub/answer.txt; chmod -R 777 ~/made
+# moved in, a copy (the exchange is a file system of its own) that keeps its modes: a
+# folder made with the usual umask (one made world-writable on purpose would stay so)
+(umask 022; mkdir -p ~/moved/sub; echo mine > ~/moved/answer.txt
+ echo mine > ~/moved/sub/answer.txt)
+mkdir $I/{ada}+{asg}+bymkdir $I/{ada}+{asg}+bymkdir/sub
+echo mine > $I/{ada}+{asg}+bymkdir/answer.txt; echo mine > $I/{ada}+{asg}+bymkdir/sub/answer.txt
+chmod -R 777 $I/{ada}+{asg}+bymkdir  # her own chmod, after the fact
+cp -r ~/made $I/{ada}+{asg}+bycp
+tar -C ~/made -cf ~/made.tar . && mkdir $I/{ada}+{asg}+bytar
+tar -C $I/{ada}+{asg}+bytar -xpf ~/made.tar
+mv ~/moved $I/{ada}+{asg}+bymv
+mkdir $EX/{ada}-things $EX/{ada}-things/sub
+echo mine > $EX/{ada}-things/answer.txt; echo mine > $EX/{ada}-things/sub/answer.txt
+chmod -R 777 $EX/{ada}-things
+'''
+
+
+def test_a_folder_a_student_makes_by_hand_in_the_exchange_is_out_of_a_classmates_reach(
+        course_hub):
+    h = course_hub
+    ada, ben = h.hub.students
+    inbound, exchange = h.hub.course_exchange / "inbound", h.hub.exchange
+    h.run_as(ada, "bash", "-c", MADE_BY_HAND.format(inbound=inbound, exchange=exchange, ada=ada,
+                                                     asg=ASSIGNMENT))
+    folders = {how: inbound / f"{ada}+{ASSIGNMENT}+{how}" for how in
+               ("bymkdir", "bycp", "bytar", "bymv")}
+    folders["in the exchange root"] = exchange / f"{ada}-things"
+    for how, folder in folders.items():
+        assert (folder / "sub" / "answer.txt").is_file(), f"{how}: ada made nothing"
+    results = attempt(h, ben, "\n".join(f'''
+top = {str(folder)!r}
+try_("{how}: add a file", lambda: open(top + "/extra.txt", "x").close())
+try_("{how}: add a file below", lambda: open(top + "/sub/extra.txt", "x").close())
+try_("{how}: add a folder", lambda: os.mkdir(top + "/more"))
+try_("{how}: change a file", lambda: open(top + "/answer.txt", "a").write("ben was here"))
+try_("{how}: change a file below", lambda: open(top + "/sub/answer.txt", "w").close())
+try_("{how}: remove a file", lambda: os.unlink(top + "/answer.txt"))
+try_("{how}: rename a file", lambda: os.rename(top + "/answer.txt", top + "/x.txt"))
+try_("{how}: open it up", lambda: os.chmod(top, 0o777))
+try_("{how}: remove the folder", lambda: os.rmdir(top + "/sub"))''' for how, folder in
+                                     folders.items()))
+    assert results and all(v == "PermissionError" for v in results.values()), \
+        {k: v for k, v in results.items() if v != "PermissionError"}
+    reads = attempt(h, ben, "\n".join(f'''
+try_("{how}", lambda: open({str(folder / "answer.txt")!r}).read())'''
+                                      for how, folder in folders.items() if how != "bymv"))
+    assert reads == {how: "PermissionError" for how in folders if how != "bymv"}, reads
+    # nothing was changed, and what ada made is still hers and, in inbound, the instructor's
+    # to read (collect needs it)
+    for how, folder in folders.items():
+        assert (folder / "answer.txt").read_text() == "mine\n", how
+        assert sorted(p.name for p in folder.iterdir()) == ["answer.txt", "sub"], how
+    mine = attempt(h, ada, f'''
+try_("change her own", lambda: open({str(folders["bymkdir"] / "answer.txt")!r}, "a").write(""))''')
+    assert mine == {"change her own": "ok"}
+    teacher = attempt(h, h.hub.instructor, "\n".join(f'''
+try_("{how}", lambda: open({str(folders[how] / "sub" / "answer.txt")!r}).read())'''
+                                                     for how in ("bymkdir", "bycp", "bytar")))
+    assert teacher == {"bymkdir": "ok", "bycp": "ok", "bytar": "ok"}, teacher
+    # and the instructor's folders take nothing of a student's
+    outside = attempt(h, ben, f'''
+course = {str(h.hub.course_exchange)!r}
+try_("a folder in outbound", lambda: os.mkdir(course + "/outbound/mine"))
+try_("a folder in feedback", lambda: os.mkdir(course + "/feedback/mine"))
+try_("a folder in the course", lambda: os.mkdir(course + "/mine"))''')
+    assert outside == {"a folder in outbound": "PermissionError",
+                       "a folder in feedback": "PermissionError",
+                       "a folder in the course": "PermissionError"}
+    for folder in folders.values():
+        h.run_as(ada, "rm", "-rf", str(folder))
+
+
+# ----- one student's server cannot starve the others -----------------------------------------
+
+HOG = r'''
+import errno, json, os, time
+out, start = {}, time.monotonic()
+def fill(folder):
+    """20 MiB files into folder until it is full (or 2 GiB, which no limit here allows)."""
+    written = 0
+    try:
+        while written < 2048:
+            with open(f"{folder}/fill-{written}", "wb") as f:
+                f.write(os.urandom(1 << 20) * 20)
+            written += 20
+    except OSError as e:
+        out[folder + " error"] = e.errno
+    out[folder + " MiB"] = written
+for folder in ("/tmp", "/dev/shm"):
+    fill(folder)
+    for name in os.listdir(folder):
+        if name.startswith("fill-"):
+            os.unlink(f"{folder}/{name}")
+open("/tmp/ada-was-here", "w").write("secret")
+pid = os.fork()
+if pid == 0:  # memory, 64 MiB at a time, up to 8 GiB
+    chunks = [b"x" * (64 << 20) for _ in range(128)]
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+out["hog"] = os.WIFSIGNALED(status) and os.WTERMSIG(status)
+out["hog done"] = time.monotonic() - start
+forks = 0
+try:  # a fork bomb that holds: every child sleeps
+    while forks < 100_000:
+        if os.fork() == 0:
+            time.sleep(45)
+            os._exit(0)
+        forks += 1
+except OSError as e:
+    out["fork error"] = e.errno
+out["forks"] = forks
+out["forks done"] = time.monotonic() - start
+json.dump(out, open(os.path.expanduser("~/hog.json.new"), "w"))
+os.rename(os.path.expanduser("~/hog.json.new"), os.path.expanduser("~/hog.json"))
+'''
+
+
+def test_a_students_server_hits_its_limits_and_the_others_still_answer(course_hub):
+    h, limits = course_hub, course_hub.hub.limits
+    ada, ben = h.hub.students
+    hub = h.hub
+    home = Path(os.path.expanduser(f"~{ada}"))
+    result = home / "hog.json"
+    result.unlink(missing_ok=True)
+    (home / "hog.py").write_text(HOG)
+    sessions = {user: logged_in(h, user) for user in (ada, ben)}
+    terminals = {user: Terminal(s, hub.url, user) for user, s in sessions.items()}
+    try:
+        status, shown = terminals[ada].run(f"cd ~ && {hub.python} hog.py", timeout=180)
+        assert result.exists(), f"the attack did not finish ({status}): {shown[-2000:]}"
+        out = json.loads(result.read_text())
+        # ... and while ada's fork bomb holds every task she may have, ben's server answers
+        start = time.monotonic()
+        r = sessions[ben].get(f"{hub.url}/user/{ben}/api/status", timeout=30)
+        answered = time.monotonic() - start
+        status, listing = terminals[ben].run(f"ls -a /tmp /dev/shm && {hub.python} -c 'print(6*7)'",
+                                             timeout=30)
+        assert limits.memory == "2G"  # the default, which the group is opened with again
+        group = NamedCgroup(f"{hub.root.name}/{ada}", 2 * 2**30, limits.tasks, limits.cpus)
+        held = len(group.members())
+    finally:
+        for t in terminals.values():
+            t.close()
+    assert r.status_code == 200 and answered < 10, (r.status_code, answered)
+    assert status == 0 and "42" in listing, listing
+    assert "ada-was-here" not in listing, "ben sees ada's /tmp"
+    assert not os.path.exists("/tmp/ada-was-here"), "ada's /tmp is the machine's"
+    # each limit held: the writes stopped at the size of her /tmp and /dev/shm, the memory hog
+    # was killed by the kernel, the forks stopped below the task limit
+    mib = 2**20
+    assert out["/tmp error"] == errno.ENOSPC and out["/tmp MiB"] <= 256 + 20, out
+    assert out["/dev/shm error"] == errno.ENOSPC and out["/dev/shm MiB"] <= 64 + 20, out
+    assert out["hog"] == signal.SIGKILL, out
+    assert group.oom_kills() >= 1
+    assert out["fork error"] == errno.EAGAIN and 0 < out["forks"] < limits.tasks, out
+    assert held > out["forks"] * 0.9, "the fork bomb's children were not in ada's group"
+    assert group.limits()["pids"] == str(limits.tasks)
+    assert int(group.limits()["memory"]) == 2 * 1024 * mib  # ServerLimits' default, "2G"
+    assert group.limits()["cpu"].split()[0] == "100000"  # one CPU's worth (of 100000 us)
+
+
+# ----- a student racing collect ------------------------------------------------------------------
+
+RACER = r"""
+import os, random, shutil, sys, time
+top, until = sys.argv[1], time.monotonic() + float(sys.argv[2])
+while time.monotonic() < until:  # files removed, put back, replaced by folders and links
+    name = f"{top}/f{random.randrange(1500)}.txt"
+    try:
+        r = random.random()
+        if r < 0.4:
+            os.unlink(name)
+        elif r < 0.7:
+            open(name, "w").write("again")
+        elif r < 0.85:
+            os.mkdir(name + ".d")
+        else:
+            shutil.rmtree(name + ".d", ignore_errors=True)
+            os.symlink("/etc/hostname", name + ".d")
+    except OSError:
+        pass
+"""
+
+
+def test_a_student_changing_their_submission_during_collect_costs_only_them(submitted):
+    h = submitted
+    ada, ben = h.hub.students
+    folder = h.hub.course_exchange / "inbound" / f"{ada}+{ASSIGNMENT}+racing+x"
+    h.python_as(ada, f"""
+import os, shutil
+os.mkdir({str(folder)!r})
+shutil.copy(os.path.expanduser("~/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"), {str(folder)!r})
+for i in range(1500):
+    open({str(folder)!r} + f"/f{{i}}.txt", "w").write("x")
+""")
+    before = json.loads((h.hub.course / "collected" / f"{ASSIGNMENT}.json").read_text())
+    home = pwd.getpwnam(ada).pw_dir
+    (Path(home) / "racer.py").write_text(RACER)
+    racer = subprocess.Popen(["runuser", "-u", ada, "--", str(h.hub.python),
+                              f"{home}/racer.py", str(folder), "300"], cwd=home,
+                             start_new_session=True)
+    errors, runs = [], 0
+    try:
+        while runs < 8:
+            runs += 1
+            out = h.run_as(h.hub.instructor, str(h.hub.python), "-m", "grader", "collect",
+                           ASSIGNMENT)  # exits 0, or the test fails here
+            record = json.loads((h.hub.course / "collected" / f"{ASSIGNMENT}.json").read_text())
+            assert record["students"][ben] == before["students"][ben], out.stdout
+            theirs = record["students"][ada]
+            assert theirs["folder"] == folder.name, theirs
+            if "error" in theirs:
+                errors.append(theirs["error"])
+                assert "1 could not be" in out.stdout, out.stdout
+                if len(errors) >= 2:
+                    break
+    finally:
+        os.killpg(racer.pid, signal.SIGKILL)  # runuser and the racer it started
+        racer.wait()
+        h.run_as(ada, "rm", "-rf", str(folder))
+    assert errors, f"in {runs} collects, the race never hit (the test proves nothing)"
+    assert all(f"{ada}'s submission changed while it was taken in" in e for e in errors), errors
+
+
+def test_what_a_student_writes_into_the_exchange_is_bounded_by_its_file_system(course_hub):
+    h = course_hub
+    ada, _ = h.hub.students
+    exchange = h.hub.exchange
+    assert os.path.ismount(exchange), "the exchange is not a file system of its own"
+    done = h.python_as(ada, f'''
+import errno, json, os
+written, error = 0, None
+try:
+    with open({str(exchange / "filler")!r}, "wb") as f:
+        while written < 2048:  # MiB: far past the exchange's 256
+            f.write(b"x" * (1 << 20))
+            written += 1
+        f.flush()
+        os.fsync(f.fileno())
+except OSError as e:
+    error = e.errno
+print(json.dumps({{"MiB": written, "error": error}}))
+''')
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    try:
+        assert out["error"] == errno.ENOSPC and out["MiB"] <= 256, out
+        assert os.stat(exchange).st_dev != os.stat(h.hub.root).st_dev
+        assert os.statvfs(exchange).f_blocks * os.statvfs(exchange).f_frsize <= 256 * 2**20
+    finally:
+        h.run_as(ada, "rm", "-f", str(exchange / "filler"))
+    assert not (exchange / "filler").exists()
