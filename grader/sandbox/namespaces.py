@@ -8,8 +8,10 @@ What the sandbox gives (each is the kernel's, set up by bwrap, not by us):
   down), IPC and UTS namespaces, and a new mount namespace;
 - a root filesystem made only of read-only binds of what Python needs (the interpreter, the
   venv, the `grader` package, /usr) and private tmpfs mounts for /tmp, /dev/shm and the scratch
-  folder, each with a size limit. The course, the gradebook, `solutions`, `assignments`, /root,
-  /home and most of /etc simply do not exist in there;
+  folder, each with a size limit, and the IPC namespace's POSIX message queues at /dev/mqueue
+  (so that a sweep can find them: zygote.py). The course, the gradebook, `solutions`,
+  `assignments`, /root, /home and most of /etc simply do not exist in there, and the
+  environment's configuration inside the bound folders is covered (config_paths);
 - a minimal, explicit environment (nothing of the grader's: no database URL, no hub token);
 - an unprivileged user: when the grader runs as root, `setpriv` drops to `nobody` with no
   capabilities, an empty bounding set and no_new_privs; otherwise bwrap runs as the invoking
@@ -44,6 +46,15 @@ ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "mime.
 # The kernel's transparent huge page settings, the one part of /sys in the sandbox (read-only):
 # glibc's malloc reads them before it asks for huge pages.
 HUGE_PAGES = "/sys/kernel/mm/transparent_hugepage"
+# Where the sandbox's IPC namespace shows its POSIX message queues (one file each).
+MQUEUE = "/dev/mqueue"
+# In a Python prefix, what Python does not need to import the course's packages and a student
+# must not read: the environment's configuration (etc: Jupyter's and nbgrader's site-wide
+# config, which may hold a database URL; pip.conf), Jupyter's and the hub's data (kernels, the
+# lab's settings, templates) and conda's record of the environment.
+PREFIX_CONFIG = ("etc", "share/jupyter", "share/jupyterhub", "pip.conf", "conda-meta")
+# /usr is bound whole: its own prefixes' configuration (a system Jupyter's, npm's) is covered too.
+SYSTEM_PREFIXES = ("/usr", "/usr/local")
 
 
 class IsolationUnavailable(RuntimeError):
@@ -92,6 +103,25 @@ def hidden_paths() -> list[str]:
     return [p for p in hidden if os.path.isdir(p)]
 
 
+def config_paths() -> list[str]:
+    """The environment's configuration inside the folders the sandbox binds (PREFIX_CONFIG of
+    each Python prefix, as seen and where it really is, and of /usr and /usr/local); the
+    sandbox covers each one (an empty, unreadable folder, or an empty file). A path with a link
+    below its bound folder is left to its target (a link would lead the cover elsewhere)."""
+    prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                *SYSTEM_PREFIXES}
+    bound = [*readable_paths(), "/usr"]
+    found = set()
+    for prefix in prefixes | {os.path.realpath(p) for p in prefixes}:
+        for name in PREFIX_CONFIG:
+            path = os.path.join(prefix, name)
+            root = next((b for b in bound if path.startswith(b + "/")), None)
+            if root is not None and os.path.exists(path) and (
+                    os.path.realpath(path) == os.path.realpath(root) + path[len(root):]):
+                found.add(path)
+    return sorted(found)
+
+
 def _ancestors(path: str) -> list[str]:
     parts = Path(path).parts[1:-1]
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
@@ -116,6 +146,7 @@ def command(argv: list[str], sizes: Sizes = Sizes(),
     for path, size in ((SCRATCH, sizes.scratch_bytes), ("/tmp", sizes.tmp_bytes),
                        ("/dev/shm", sizes.shm_bytes)):
         cmd += ["--perms", "1777", "--size", str(size), "--tmpfs", path]
+    cmd += ["--mqueue", MQUEUE]
     cmd += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         target = Path("/", name)
@@ -133,6 +164,11 @@ def command(argv: list[str], sizes: Sizes = Sizes(),
         _bind_read_only(cmd, made, path)
     for path in hidden_paths():
         cmd += ["--perms", "0000", "--tmpfs", path]
+    for path in config_paths():
+        if os.path.isdir(path):
+            cmd += ["--perms", "0000", "--tmpfs", path]
+        else:
+            cmd += ["--ro-bind", "/dev/null", path]
     cmd += ["--chdir", SCRATCH, "--"]
     if os.geteuid() == 0:  # bwrap ran privileged: become nobody, for good, before Python starts
         cmd += [shutil.which("setpriv") or "setpriv", f"--reuid={SANDBOX_UID}",
@@ -186,4 +222,4 @@ def probe() -> str | None:
 def describe() -> str:
     user = "nobody" if os.geteuid() == 0 else f"uid {os.geteuid()} in a user namespace"
     return (f"bubblewrap namespaces (pid, net, ipc, uts, mount; no new user namespaces), "
-            f"read-only binds, as {user}")
+            f"read-only binds without the environment's configuration, as {user}")

@@ -177,8 +177,15 @@ class Zygote:
         return self._ask({"op": "status", "pid": pid})["code"]
 
     def sweep(self) -> dict:
-        """Between two students: no process of the last one left, its files gone."""
-        return self._ask({"op": "sweep"})
+        """Between two students: no process of the last one left, its files and IPC objects
+        gone. Where something could not be removed the server has ended itself (zygote.py):
+        this one is stopped, and the next student gets a fresh sandbox."""
+        answer = self._ask({"op": "sweep"})
+        if answer.get("unswept"):
+            log.warning("the sandbox could not be swept for the next student (%s): starting "
+                        "a fresh one", "; ".join(map(str, answer["unswept"]))[:500])
+            self.stop()
+        return answer
 
     def stop(self) -> None:
         if self.sock.fileno() == -1:
@@ -406,9 +413,9 @@ class Session:
                 why = f"the notebook ran past its {self.limits.notebook_timeout:g} s limit"
             elif self._cpu_seconds() - cpu0 > timeout:
                 why = f"it ran longer than the {timeout:g} s of CPU time allowed per cell"
-            elif wall > timeout * WALL_FACTOR:
-                why = (f"it ran longer than {timeout * WALL_FACTOR:g} s (waiting or sleeping; "
-                       f"{timeout:g} s allowed per cell)")
+            elif wall > timeout * WALL_FACTOR:  # one wording of the limit, as --cell-timeout's
+                why = (f"it waited or slept longer than {timeout * WALL_FACTOR:g} s, "
+                       f"{WALL_FACTOR} times the {timeout:g} s of CPU time allowed per cell")
             if why:
                 self.kill()
                 self.killed_for = f"stopped: {why}"

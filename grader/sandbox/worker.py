@@ -20,7 +20,7 @@ import torch
 from grader.checks import forbidden
 from grader.checks.compare import unchanged
 from grader.checks.devices import probing
-from grader.sandbox import codec, landlock
+from grader.sandbox import codec, keyrings, landlock
 
 KEEP_OUTPUT = 20_000  # characters of a cell's printed output kept for the feedback
 
@@ -268,6 +268,9 @@ def confine(config: dict) -> dict:
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # C-level prints must not reach the grader's terminal
         os.dup2(devnull, fd)
+    if not config.get("keyrings_blocked"):  # no seccomp filter (keyrings.py): a session
+        with contextlib.suppress(OSError):  # keyring of its own, not the server's shared one
+            keyrings.join_fresh_session()
     with contextlib.suppress(OSError):
         from grader.sandbox.zygote import _PR_SET_DUMPABLE, _prctl
 

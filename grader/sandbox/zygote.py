@@ -5,8 +5,11 @@ Importing torch costs seconds of CPU; this process pays it once per grading proc
 forks (milliseconds). It never runs student code itself. Protocol, over a Unix socket: the grader
 sends a JSON request, with the worker's end of a socket pair attached for "fork"; the answer is
 JSON. Between two students the grader asks for a "sweep": every other process of the sandbox is
-killed (as the sandbox's subreaper this process inherits every orphan) and the scratch, /tmp and
-/dev/shm are emptied, so nothing of one student is there for the next.
+killed (as the sandbox's subreaper this process inherits every orphan), the scratch, /tmp and
+/dev/shm are emptied, and the IPC objects of the sandbox's namespace removed (ipc.py), so
+nothing of one student is there for the next. A sweep that cannot finish fails closed: this
+process answers what is left and exits, and the grader starts a fresh sandbox. No process here
+can use the kernel's keyrings (keyrings.py).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import time
 
 from grader.collector import pause, resume
 from grader.exits import exit_now
-from grader.sandbox import compiler
+from grader.sandbox import compiler, ipc, keyrings
+from grader.sandbox.namespaces import MQUEUE
 
 PRELOAD = ("torch", "torch.nn", "torch.nn.functional", "numpy",
            "IPython.core.interactiveshell", "IPython.core.logger", "bdb",  # run_cell's first use
@@ -97,10 +101,11 @@ def _others(keep: set[int]) -> list[int]:
 
 
 def sweep(statuses: dict, setup: dict) -> dict:
-    """Kill every process of the sandbox but this one and its ancestors, and empty the writable
-    folders."""
-    killed, keep = 0, setup["keep"]
-    for _ in range(100 if setup["sandboxed"] else 0):  # a fork bomb may still be forking
+    """Kill every process of the sandbox but this one and its ancestors, empty the writable
+    folders and remove the IPC objects (and, where keyrings are not blocked, the shared
+    keys). "unswept": what is still there (empty: the next student starts clean)."""
+    killed, keep, sandboxed = 0, setup["keep"], setup["sandboxed"]
+    for _ in range(100 if sandboxed else 0):  # a fork bomb may still be forking
         others = _others(keep)
         if not others:
             break
@@ -110,15 +115,53 @@ def sweep(statuses: dict, setup: dict) -> dict:
                 killed += 1
         time.sleep(0.005)
         _reap(statuses)
+    left = len(_others(keep)) if sandboxed else 0
+    unswept = [f"{left} processes"] if left else []
     for folder in setup["empty"]:
-        with contextlib.suppress(OSError), os.scandir(folder) as entries:
-            for entry in entries:
+        if not _emptied(folder):
+            unswept.append(f"files in {folder}")
+    if sandboxed:  # (unconfined, the IPC namespace and the keyrings are the machine's)
+        unswept += ipc.remove(MQUEUE)
+        if not setup.get("keys_blocked"):
+            unswept += keyrings.clear()
+    return {"killed": killed, "left": left, "unswept": unswept}
+
+
+def _emptied(folder: str) -> bool:
+    """Empty `folder` (a student may have made a folder in it unreadable, or nested folders
+    deeper than a recursive removal goes); whether it is empty now. Its times are set to now:
+    the last student's are no message to the next."""
+    for attempt in range(2):
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    with contextlib.suppress(OSError):
+                        if entry.is_dir(follow_symlinks=False):
+                            shutil.rmtree(entry.path, ignore_errors=True)
+                        else:
+                            os.unlink(entry.path)
+            if not os.listdir(folder):
                 with contextlib.suppress(OSError):
-                    if entry.is_dir(follow_symlinks=False):
-                        shutil.rmtree(entry.path, ignore_errors=True)
-                    else:
-                        os.unlink(entry.path)
-    return {"killed": killed, "left": len(_others(keep)) if setup["sandboxed"] else 0}
+                    os.utime(folder)
+                return True
+        except (OSError, RecursionError):
+            pass
+        if attempt == 0:
+            _unlock(folder)
+    return False
+
+
+def _unlock(folder: str) -> None:
+    """Every folder below `folder` open to its owner (the students' user, as is this process):
+    a folder made unreadable or unwritable cannot be emptied otherwise."""
+    todo = [folder]
+    while todo:
+        path = todo.pop()
+        with contextlib.suppress(OSError):
+            if path != folder:
+                os.chmod(path, 0o700)
+            with os.scandir(path) as entries:
+                todo += [e.path for e in entries if e.is_dir(follow_symlinks=False)]
 
 
 def serve(sock: socket.socket, setup: dict) -> None:
@@ -133,10 +176,14 @@ def serve(sock: socket.socket, setup: dict) -> None:
         request = json.loads(data)
         _reap(statuses)
         if request["op"] == "fork":
-            answer = {"pid": _fork(request["config"], fds[0], sock)}
+            config = {**request["config"], "keyrings_blocked": setup.get("keys_blocked")}
+            answer = {"pid": _fork(config, fds[0], sock)}
         elif request["op"] == "sweep":
             answer = sweep(statuses, setup)
             statuses.clear()
+            if answer["unswept"]:  # fail closed: this sandbox ends, the grader starts another
+                sock.sendall(json.dumps(answer).encode() + b"\n")
+                return
         else:  # status
             pid = request["pid"]
             answer = {"code": statuses.pop(pid, None)}
@@ -226,6 +273,20 @@ def shell():
     return InteractiveShell.instance(config=config)
 
 
+def _keys_out_of_reach(sandboxed: bool) -> tuple[bool, str]:
+    """Before any thread starts: a session keyring of this process's own (not the one the
+    grader was started with), then no keyring system call for it and every worker (keyrings.py).
+    (Whether they are blocked; in words, how they are kept from the students.)"""
+    if sandboxed:
+        with contextlib.suppress(OSError):
+            keyrings.join_fresh_session()
+    try:
+        keyrings.block()
+    except OSError as e:
+        return False, f"cleared after each turn (not blocked: {e.strerror or e})"[:300]
+    return True, "blocked"
+
+
 def main() -> None:
     """argv: the socket's file descriptor, and a JSON setup: {"sandboxed": bool (inside
     namespaces.py's sandbox: the sweep may kill every other process it sees), "empty": [the
@@ -235,6 +296,7 @@ def main() -> None:
     for name in TUNING:  # read by glibc as this interpreter started: none of the students'
         os.environ.pop(name, None)
     setup = {**json.loads(sys.argv[2]), "keep": _lineage()}
+    setup["keys_blocked"], keys = _keys_out_of_reach(setup["sandboxed"])
     if setup.get("cpu") is not None:  # the core of the grading process it serves: parallel.py
         with contextlib.suppress(OSError, ValueError, TypeError):
             os.sched_setaffinity(0, {setup["cpu"]})  # inherited by every student's process
@@ -287,7 +349,7 @@ def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     sock.sendall(json.dumps({"ready": True, "cpu": time.process_time(),
                              "parts": parts, "missing": missing, "uid": os.getuid(),
-                             "pid": os.getpid()}).encode() + b"\n")
+                             "pid": os.getpid(), "keyrings": keys}).encode() + b"\n")
     serve(sock, setup)
     exit_now()
 

@@ -6,11 +6,13 @@ full marks.
 
 Categories (the grader hardening issue): 2 the student's process sees nothing of the grader,
 3 nothing of the student's outlives their turn, 4 tests trust only what the instructor wrote,
-5 one student never stops a batch.
+5 one student never stops a batch. turn_attacks(): students graded one after another in one
+sandbox (issue 48, category 5: nothing of one student reaches the next).
 """
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -293,6 +295,159 @@ print("SEEN", sorted(os.listdir("/dev/shm")), sorted(os.listdir("/tmp")),
 import subprocess, threading
 threading.Thread(target=lambda: None).start()
 print(subprocess.run(["echo", "child ok"], capture_output=True, text=True).stdout)'''),
+    ]
+
+
+# ----- one sandbox, one student after another (graded with --workers 1) ----------------------
+
+# What a student can leave in the sandbox for the next one: IPC objects of every kind, keys in
+# every keyring, a file in a folder locked against the sweep, and a daemon that holds a lock on
+# a file every student can open and listens on an abstract socket. "SANDBOX": when the
+# sandbox's first process started (the same for every student graded in that sandbox).
+LEAVE = '''
+import ctypes, fcntl, os, socket, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+print("SANDBOX", open("/proc/1/stat").read().split()[21])
+MADE = {"shm": libc.shmget(0x5EC1, 4096, 0o1666), "msg": libc.msgget(0x5EC2, 0o1666),
+        "sem": libc.semget(0x5EC3, 1, 0o1666)}
+if MADE["shm"] >= 0:
+    libc.shmat.restype = ctypes.c_void_p
+    _at = libc.shmat(MADE["shm"], None, 0)
+    ctypes.memmove(_at, b"left-behind", 11)
+    libc.shmdt(ctypes.c_void_p(_at))
+_message = ctypes.create_string_buffer(struct.pack("l", 1) + b"left-behind")
+MADE["msgsnd"] = libc.msgsnd(MADE["msg"], _message, 11, 0)
+libc.mq_open(b"/left-behind-mq", os.O_CREAT | os.O_RDWR, 0o666, None)  # the name stays
+open("/dev/mqueue/left-behind-file", "w").close()
+MADE["mqueue"] = sorted(os.listdir("/dev/mqueue"))
+MADE["keys"] = [libc.syscall(248, b"user", b"left-behind", b"x", 1, ctypes.c_long(ring))
+                for ring in (-1, -2, -3, -4, -5)]  # add_key: thread ... user-session keyring
+_persistent = libc.syscall(250, 22, -1, ctypes.c_long(-3))  # KEYCTL_GET_PERSISTENT
+MADE["keys"].append(libc.syscall(248, b"user", b"left-behind", b"x", 1,
+                                 ctypes.c_long(_persistent)))
+os.makedirs("/tmp/left-behind-locked/inner")
+open("/tmp/left-behind-locked/inner/file", "w").write("left-behind")
+os.chmod("/tmp/left-behind-locked/inner", 0)
+os.chmod("/tmp/left-behind-locked", 0)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        _lock = open(os.__file__, "rb")
+        fcntl.flock(_lock, fcntl.LOCK_EX)
+        _server = socket.socket(socket.AF_UNIX)
+        _server.bind("\\0left-behind-socket")
+        _server.listen()
+        time.sleep(600)
+    os._exit(0)
+time.sleep(0.5)
+os.environ["LEFT_BEHIND"] = "1"
+sys.modules["left_behind"] = sys
+os.chdir("/tmp")
+print("MADE", MADE)
+'''
+
+# Everything LEAVE leaves, looked for; FOUND lists what is there, each with its kind first.
+FIND = '''
+import ctypes, errno, fcntl, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+print("SANDBOX", open("/proc/1/stat").read().split()[21])
+FOUND = []
+for _kind in ("shm", "msg", "sem"):
+    FOUND += [f"{_kind}: {line.split()[:2]}"
+              for line in open(f"/proc/sysvipc/{_kind}").read().splitlines()[1:]]
+for _kind, _id in (("shm", libc.shmget(0x5EC1, 0, 0)), ("msg", libc.msgget(0x5EC2, 0)),
+                   ("sem", libc.semget(0x5EC3, 0, 0))):
+    if _id >= 0:
+        FOUND.append(f"{_kind}: by its key, id {_id}")
+FOUND += [f"mqueue: {name}" for name in os.listdir("/dev/mqueue")]
+FOUND += [f"key: {line.strip()}" for line in open("/proc/keys") if "left-behind" in line]
+for _ring in (-3, -4, -5):  # KEYCTL_SEARCH
+    if libc.syscall(250, 10, ctypes.c_long(_ring), b"user", b"left-behind", 0) >= 0:
+        FOUND.append(f"key: found in keyring {_ring}")
+for _top in ("/tmp", "/dev/shm", "/scratch", "."):
+    FOUND += [f"file: {_top}/{name}" for name in os.listdir(_top) if "left-behind" in name]
+_client = socket.socket(socket.AF_UNIX)
+try:
+    _client.connect("\\0left-behind-socket")
+    FOUND.append("socket: the abstract socket answers")
+except OSError:
+    pass
+try:
+    fcntl.flock(open(os.__file__, "rb"), fcntl.LOCK_EX | fcntl.LOCK_NB)
+except BlockingIOError:
+    FOUND.append("lock: a lock on a shared file is held")
+_mine, _pid = {os.getpid()}, os.getpid()
+while _pid > 0:  # this process and its ancestors (the sandbox's server, bwrap)
+    _pid = int(open(f"/proc/{_pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    _mine.add(_pid)
+FOUND += [f"process: {p}" for p in os.listdir("/proc") if p.isdigit() and int(p) not in _mine]
+if "LEFT_BEHIND" in os.environ or "left_behind" in sys.modules or os.getcwd() != "/scratch":
+    FOUND.append("python: the last student's environment, modules or folder")
+print("FOUND", FOUND)
+'''
+
+# The environment's configuration a student may look for: Jupyter's and nbgrader's config and
+# data folders (as jupyter_core finds them), and etc/ and pip.conf under every prefix.
+READ_CONFIG = '''
+import os, sys
+_roots = [os.path.join(prefix, name) for prefix in
+          {sys.prefix, sys.base_prefix, sys.exec_prefix, "/usr", "/usr/local"}
+          for name in ("etc", "share/jupyter", "share/jupyterhub", "pip.conf", "conda-meta")]
+try:
+    from jupyter_core import paths
+    _roots += paths.jupyter_config_path() + paths.jupyter_path()
+except Exception as e:
+    print("no jupyter_core:", e)
+CONFIG = []
+for _root in sorted(set(_roots)):
+    _files = [_root] if os.path.isfile(_root) else [
+        os.path.join(folder, name) for folder, _, names in os.walk(_root) for name in names]
+    for _path in _files:
+        try:
+            _text = open(_path, errors="replace").read()
+        except OSError:
+            continue
+        if _text:
+            CONFIG.append(_path)
+            print("read", _path, _text[:2000])
+print("CONFIG", CONFIG)
+'''
+
+
+def answers_if(flag: str):
+    """The right answers only where `flag`, a name the attack's cell sets, is true: full marks
+    would prove the attack found what it looked for, 0 points that it found nothing."""
+    def tamper(nb):
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") in WRONG:
+                wrong = WRONG[cell.metadata["nbgrader"]["grade_id"]].strip()
+                cell.source = (f"if {flag}:\n{textwrap.indent(cell.source, '    ')}\n"
+                               f"else:\n{textwrap.indent(wrong, '    ')}")
+    return tamper
+
+
+def turn_attacks() -> list[Attack]:
+    """Graded one after another by one grading process, in one sandbox (--workers 1), in an
+    order the test does not choose: each attacker first looks for what earlier students left
+    (full marks if it finds anything), then leaves everything it can for the later ones, so
+    whichever comes second finds the first one's leftovers, unless the sweep removed them."""
+    return [
+        Attack(f"t{n}_look_then_leave", "looks for everything an earlier student left (full "
+               "marks if it finds anything), then leaves System V shared memory, a message "
+               "queue and a semaphore, POSIX message queues, keys in every keyring, a locked "
+               "folder in /tmp and a daemon holding a file lock and an abstract socket",
+               answers="correct", code=FIND + LEAVE, tamper=answers_if("FOUND"),
+               flags={"suspicious"}) for n in (1, 2)
+    ] + [
+        Attack("t3_read_config", "reads the environment's configuration (etc/jupyter under "
+               "the interpreter's prefix, where a site-wide nbgrader config with a database URL "
+               "may be; full marks if it reads any)", answers="correct", code=READ_CONFIG,
+               tamper=answers_if("CONFIG")),
+        Attack("zz_control", "the source solution", answers="correct", points=FULL),
+        Attack("zz_control_finds_its_own", "the source solution; leaves everything the "
+               "attackers leave and finds it in its own turn (what a later student would find "
+               "without the sweep)", answers="correct", code=LEAVE + FIND,
+               tamper=answers_if("FOUND"), points=FULL),
     ]
 
 

@@ -24,7 +24,7 @@ from grader.course import REPO, Course
 from grader.release import release
 
 from .attacks import FULL, build
-from .isolation_attacks import ANSWERS, Plant, isolation_attacks
+from .isolation_attacks import ANSWERS, Plant, isolation_attacks, turn_attacks
 from .report import flags_section
 
 pytestmark = pytest.mark.slow
@@ -267,3 +267,98 @@ def test_report_lists_every_attempt_in_plain_words(graded, tmp_path):
         if attack.flags:
             assert f"<td>{attack.name}</td>" in flags, f"{attack.name} missing from the report"
     assert "looks at processes through /proc" in flags
+
+
+# ----- one sandbox, one student after another: nothing of one reaches the next ---------------
+
+@pytest.fixture(scope="module")
+def one_sandbox(tmp_path_factory):
+    """turn_attacks() graded with --workers 1: one grading process, one sandbox, the students
+    one after another in the order of their names. A config file with a database URL is
+    planted in the environment's etc/jupyter for the run (a name no Jupyter program loads)."""
+    tmp = tmp_path_factory.mktemp("turns")
+    course = Course(tmp / "course", source=REPO / "assignments")
+    released = release(course, "soft_select") / "soft_select.ipynb"
+    suite = turn_attacks()
+    for attack in suite:
+        build(attack, released, tmp / "submissions" / attack.name / "soft_select")
+    planted = Path(sys.prefix, "etc", "jupyter", f"planted-by-isolation-test-{os.getpid()}.py")
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_text(f'c.CourseDirectory.db_url = "postgresql://grader:{SECRET}@db/grades"\n')
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
+             "soft_select", "--submissions", str(tmp / "submissions"), "--cell-timeout", "6",
+             "--notebook-timeout", "60", "--memory", "3G", "--workers", "1"],
+            capture_output=True, text=True, timeout=900, cwd=REPO,
+            env={**os.environ, "GRADER_TEST_TAG": TAG})
+        feedback = subprocess.run(
+            [sys.executable, "-m", "grader", "--course", str(course.root), "feedback",
+             "soft_select", "--to", str(tmp / "pages")],
+            capture_output=True, text=True, timeout=600, cwd=REPO, env=os.environ)
+    finally:
+        planted.unlink()
+    status = json.loads((course.root / "status" / "soft_select.json").read_text())
+    yield dict(course=course, suite=suite, run=run, status=status, feedback=feedback, tmp=tmp)
+
+
+def _line(course: Course, student: str, start: str) -> str:
+    return next((line.removeprefix(start).strip() for line in
+                 _outputs(course, student).splitlines() if line.startswith(start)), "")
+
+
+def test_one_sandbox_batch_scores(one_sandbox):
+    """The attackers earn nothing (each would have had full marks had it found what it looked
+    for), the controls after them full marks, in the order the students were graded."""
+    run, status = one_sandbox["run"], one_sandbox["status"]
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert list(status) == sorted(status) == sorted(a.name for a in one_sandbox["suite"])
+    for attack in one_sandbox["suite"]:
+        row = status[attack.name]
+        assert row["error"] is None, f"{attack.name}: {row['error']}"
+        assert row["auto_score"] == attack.points, (
+            f"{attack.name} scored {row['auto_score']}, expected {attack.points}\n"
+            + _outputs(one_sandbox["course"], attack.name)[-3000:])
+        assert attack.flags <= {f["kind"] for f in row["flags"]}, attack.name
+
+
+def test_the_next_student_in_the_same_sandbox_finds_nothing_of_the_last(one_sandbox):
+    course = one_sandbox["course"]
+    attackers = ("t1_look_then_leave", "t2_look_then_leave")
+    for name in attackers:
+        made = _line(course, name, "MADE")
+        assert "'shm': -1" not in made and "'msg': -1" not in made and "'sem': -1" not in made, (
+            f"{name} could not make its IPC objects: {made}")
+        assert "left-behind-file" in made, made
+    sandboxes = {_line(course, name, "SANDBOX") for name in (*attackers,
+                                                              "zz_control_finds_its_own")}
+    assert len(sandboxes) == 1 and "" not in sandboxes, (
+        f"the students were not graded in one sandbox ({sandboxes}): the test proves nothing")
+    for name in attackers:  # (whichever came second looked after the first one left)
+        assert _line(course, name, "FOUND") == "[]", name
+
+
+def test_what_the_next_student_looks_for_is_found_within_one_turn(one_sandbox):
+    """The control runs the first attack and then the second in its own turn: the search finds
+    every kind of thing left (keys excepted: no student can make one), so its empty result
+    after a sweep means something."""
+    found = _line(one_sandbox["course"], "zz_control_finds_its_own", "FOUND")
+    for kind in ("shm", "msg", "sem", "mqueue", "file", "socket", "lock", "process", "python"):
+        assert f"{kind}: " in found, f"{kind} not found: {found}"
+
+
+def test_no_student_can_make_a_key(one_sandbox):
+    for name in ("t1_look_then_leave", "t2_look_then_leave"):
+        made = _line(one_sandbox["course"], name, "MADE")
+        assert "'keys': [-1, -1, -1, -1, -1, -1]" in made, made
+
+
+def test_the_environments_configuration_is_out_of_reach(one_sandbox):
+    course = one_sandbox["course"]
+    assert _line(course, "t3_read_config", "CONFIG") == "[]"
+    feedback = one_sandbox["feedback"]
+    assert feedback.returncode == 0, feedback.stdout[-2000:] + feedback.stderr[-2000:]
+    pages = sorted((one_sandbox["tmp"] / "pages").rglob("*.html"))
+    assert len(pages) == len(one_sandbox["suite"]), [p.name for p in pages]
+    for path in [*pages, *course.autograded.rglob("*.ipynb")]:
+        assert SECRET not in path.read_text(errors="ignore"), f"the planted URL is in {path}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -578,3 +579,168 @@ def test_released_helper_files_replace_the_students_copies(tmp_path):
     assert "link.txt" not in files, "a link is never followed into the scratch folder"
     assert "hw.ipynb" not in files, "no released notebook in the scratch folder"
     assert {"helper", "shadowing"} <= {f["kind"] for f in flags}
+
+
+# ----- nothing of one student reaches the next (the IPC namespace, keyrings, configuration) --
+
+LEAVE_IPC = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+made = {"shm": libc.shmget(0x5EC1, 4096, 0o1600), "msg": libc.msgget(0x5EC2, 0o1600),
+        "sem": libc.semget(0x5EC3, 1, 0o1600)}
+with open("/dev/mqueue/left-by-the-last-student", "w"):
+    pass
+made["mqueue"] = os.listdir("/dev/mqueue")
+"""
+FIND_IPC = """
+import os
+found = {kind: open(f"/proc/sysvipc/{kind}").read().splitlines()[1:]
+         for kind in ("shm", "msg", "sem")}
+found["mqueue"] = os.listdir("/dev/mqueue")
+"""
+
+
+def _student(source: str, name: str):
+    s = Session({}, Limits(cell_timeout=10, notebook_timeout=60))
+    s.start()
+    try:
+        reply = s.request({"op": "run", "source": source})
+        assert reply["error"] is None, reply["error"]
+        return Link(s).get(name)
+    finally:
+        s.close()
+
+
+def test_ipc_objects_of_one_student_are_gone_for_the_next():
+    """Students graded one after another share the sandbox's IPC namespace: what one of them
+    makes there (System V shared memory, message queues, semaphores, POSIX message queues) is
+    removed with the turn's processes and files."""
+    if not Session({}).confined.sandboxed:
+        pytest.skip("no sandbox on this machine")
+    made = _student(LEAVE_IPC, "made")
+    assert all(made[kind] >= 0 for kind in ("shm", "msg", "sem")), made  # the attack worked
+    assert made["mqueue"] == ["left-by-the-last-student"]
+    assert _student(FIND_IPC, "found") == {"shm": [], "msg": [], "sem": [], "mqueue": []}
+
+
+def test_the_students_process_cannot_use_the_kernels_keyrings():
+    """Keys outlive the turn (the user's keyrings) and reach across sandboxes (by serial
+    number, as `nobody`): the three system calls are refused (keyrings.py)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libseccomp.so.2")
+    except OSError:
+        pytest.skip("no libseccomp here: keyrings are cleared after each turn instead")
+    tried = _student("""
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+def tried(*call):
+    return libc.syscall(*call), errno.errorcode.get(ctypes.get_errno())
+tried = [tried(248, b"user", b"left", b"x", 1, ctypes.c_long(-4)),  # add_key into @u
+         tried(250, 0, ctypes.c_long(-4), 0),  # keyctl(GET_KEYRING_ID, @u)
+         tried(249, b"user", b"left", None, 0)]  # request_key
+""", "tried")
+    assert [list(t) for t in tried] == [[-1, "EPERM"]] * 3, tried
+
+
+def test_the_environments_configuration_is_covered_in_the_sandbox():
+    """etc/ under the interpreter's prefixes (a site-wide nbgrader config may hold a database
+    URL), Jupyter's data and /usr's etc folders are covered: the student reads none of it, and
+    Python still imports the course's packages."""
+    if not Session({}).confined.sandboxed:
+        pytest.skip("no sandbox on this machine")
+    covered = namespaces.config_paths()
+    assert os.path.realpath(os.path.join(sys.prefix, "etc")) in covered or not os.path.exists(
+        os.path.join(sys.prefix, "etc"))
+    readable = _student(f"""
+import os, torch, grader.checks
+def readable(paths):
+    found = []
+    for top in paths:
+        for folder, dirs, files in os.walk(top):
+            for name in files:
+                try:
+                    with open(os.path.join(folder, name), "rb") as f:
+                        found.append(os.path.join(folder, name) if f.read(1) else None)
+                except OSError:
+                    pass
+    return [f for f in found if f]
+readable = readable({covered!r})
+""", "readable")
+    assert readable == [], readable[:10]
+
+
+def test_a_sweep_that_cannot_finish_ends_the_server(tmp_path):
+    """Fail closed: where a sweep leaves anything, the server answers what is left and ends
+    (the grader then starts a fresh sandbox: session.Zygote.sweep)."""
+    import json
+    import socket
+    import threading
+
+    from grader.sandbox import zygote
+
+    (tmp_path / "locked" / "deeper").mkdir(parents=True)
+    (tmp_path / "locked" / "deeper" / "file").write_text("left")
+    os.chmod(tmp_path / "locked", 0)
+    assert zygote._emptied(str(tmp_path)) and os.listdir(tmp_path) == []
+    ours, theirs = socket.socketpair()
+    setup = {"sandboxed": False, "empty": [str(tmp_path / "gone")], "keep": set()}
+    server = threading.Thread(target=zygote.serve, args=(theirs, setup), daemon=True)
+    server.start()
+    ours.sendall(json.dumps({"op": "sweep"}).encode())
+    answer = json.loads(ours.makefile("rb").readline())
+    server.join(5)
+    assert answer["unswept"] == [f"files in {tmp_path / 'gone'}"]
+    assert not server.is_alive(), "the server went on after a sweep that did not finish"
+
+
+def test_where_keyrings_are_not_blocked_a_sweep_empties_the_shared_ones():
+    """The fallback where libseccomp is missing (keyrings.clear, run by the sweep): keys put in
+    the user, user-session and persistent keyrings by one student are gone for the next. Run
+    in a sandbox of its own, without the filter (this process's keyrings are left alone)."""
+    import json
+    import subprocess
+
+    if namespaces.probe() is not None:
+        pytest.skip("no sandbox on this machine")
+    code = """
+import ctypes, json
+from grader.sandbox import keyrings
+libc = ctypes.CDLL(None, use_errno=True)
+persistent = libc.syscall(250, 22, -1, ctypes.c_long(-4))
+added = [libc.syscall(248, b"user", b"left-behind", b"x", 1, ctypes.c_long(ring))
+         for ring in (-4, -5, persistent)]
+left = keyrings.clear()
+found = [libc.syscall(250, 10, ctypes.c_long(ring), b"user", b"left-behind", 0)
+         for ring in (-4, -5, persistent)]
+print(json.dumps({"added": added, "left": left, "found": found}))
+"""
+    run = subprocess.run(namespaces.command([sys.executable, "-c", code]), capture_output=True,
+                         text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert all(key > 0 for key in result["added"]), result  # the keys were there
+    assert result["left"] == [] and result["found"] == [-1, -1, -1], result
+
+
+def test_the_configuration_is_covered_where_the_prefix_is_seen_and_where_it_is(tmp_path,
+                                                                             monkeypatch):
+    """A venv reached through a link is bound twice (as seen, and where it really is): its
+    etc/ is covered in both places. A config folder that is itself a link (share/jupyter
+    here) is not covered: the cover would land where it leads."""
+    (tmp_path / "real" / "etc" / "jupyter").mkdir(parents=True)
+    (tmp_path / "real" / "pip.conf").write_text("[global]\n")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    (tmp_path / "elsewhere" / "jupyter").mkdir(parents=True)
+    (tmp_path / "real" / "share").mkdir()
+    (tmp_path / "real" / "share" / "jupyter").symlink_to(tmp_path / "elsewhere" / "jupyter")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "link"))
+    covered = namespaces.config_paths()
+    for path in ("link/etc", "real/etc", "link/pip.conf", "real/pip.conf"):
+        assert str(tmp_path / path) in covered, (path, covered)
+    assert not [p for p in covered if "share" in p and p.startswith(str(tmp_path))], covered
+    command = namespaces.command(["true"])
+    assert command[command.index(str(tmp_path / "real" / "etc")) - 1] == "--tmpfs"
+    assert command[command.index(str(tmp_path / "real" / "pip.conf")) - 2:][:2] == [
+        "--ro-bind", "/dev/null"]
