@@ -8,7 +8,8 @@
   forms the (L, S) score matrix, so its memory grows linearly with the length; with
   `is_causal`, tiles the causal mask hides entirely are skipped.
 - `KVCache`, `decode_step`, `generate_cached`: greedy decoding of a `DecoderOnlyLM` that reads
-  one new token per step and keeps each layer's past keys and values.
+  one new token per step and keeps each layer's past keys and values; `tinylm_step`, the
+  efficient_attention notebook's model on one position over keys and values given as they are.
 
 Masks follow the course convention: True = may attend. Everything is device-agnostic.
 """
@@ -133,3 +134,17 @@ def generate_cached(model, idx, n_new: int):
         if i < n_new - 1:  # the last token needs no successor
             logits = decode_step(model, next_id, idx.size(1) - 1, caches)
     return idx
+
+
+@torch.no_grad()
+def tinylm_step(model, token, t, past):
+    """The efficient_attention notebook's `TinyLM` (its `qkv` and `merge`) on one position t
+    over given past keys and values: `past` holds one (keys, values) pair per block, each
+    (B, H, t, d_head), whatever produced them. Returns the next-token logits (B, vocab)."""
+    x = model.tok_emb(token) + model.pos_emb.weight[t]  # (B, 1, D)
+    for block, (k_past, v_past) in zip(model.blocks, past, strict=True):
+        q, k, v = block.self_attn.qkv(block.norm1(x))  # (B, H, 1, d_head) each
+        k, v = torch.cat([k_past, k], dim=-2), torch.cat([v_past, v], dim=-2)
+        x = x + block.self_attn.merge(_attend(q, k, v))
+        x = x + block.mlp(block.norm2(x))
+    return model.lm_head(model.ln_f(x))[:, -1]

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 from grader.cells import is_instructor_cell, is_test_cell
-from grader.sandbox import answers
+from grader.sandbox import answers, fresh
 from grader.sandbox.remote import Link, Remote
 from grader.sandbox.session import (
     Confinement,
@@ -105,6 +105,7 @@ class Judge:
     def run(self, nb) -> nbformat.NotebookNode:
         """Execute `nb` in place (outputs filled in)."""
         self.restarts, self.killers, self.worker_cells = 0, set(), []
+        self.notebook = nb  # a measurement re-creates an answer from its cells (fresh.py)
         self.ns = {"__name__": "__main__", "__builtins__": builtins}
         self.bound: dict[str, tuple[int, str]] = {}
         self.theirs = set(self.answers)  # names a test takes from the student's process
@@ -195,7 +196,8 @@ class Judge:
         out = io.StringIO()
         error = None
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), \
+                    fresh.judging(self):
                 exec(code, self.ns)
         except WorkerDied as e:
             self.flag(e.kind, f"cell {index + 1}: {e}")
