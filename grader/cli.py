@@ -5,19 +5,42 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import os
 import sys
 import time
 from pathlib import Path
 
 from grader.collector import paused
-from grader.course import DEFAULT_COURSE, Course
+from grader.course import CELL_TIMEOUT, DEFAULT_COURSE, Course
 from grader.shown import install_log_escaping, shown
+
+# Exit statuses, the same for every command (the parser's epilog and docs/troubleshooting.md
+# say them to users): a script can tell "done" from "look at the rows" from "fix the command"
+# from "run it again".
+DONE = 0  # everything asked was done: every submission graded, every page delivered
+INCOMPLETE = 1  # the command ran to its end, but not everything could be done (see its rows)
+STOPPED = 2  # a usage or setup error, said on stderr; checked before any work is done
+RETRY = 3  # (autograde) the grader's own failure left submissions ungraded: run it again
+
+EXIT_STATUSES = f"""\
+exit status:
+  {DONE}  everything was done (autograde: every submission graded)
+  {INCOMPLETE}  ran to its end, but not everything could be done: autograde: some
+     submissions could not be graded (their ERROR rows: the student's problem);
+     feedback: a page not delivered or published; check: a test fails;
+     demo: a sample student's score is not the expected one
+  {STOPPED}  stopped on an error, said on stderr as `error: ...`; a mistake in the
+     command line (an option, an assignment's name, a folder) is reported
+     before anything is released or graded
+  {RETRY}  autograde: the grader itself failed on some submissions (not the
+     students' fault): run the same command again to retry them
+"""
 
 
 def _course(args) -> Course:
     """The course named by --course/--exchange, else by $GRADER_COURSE/$GRADER_EXCHANGE (set in
-    the instructor's server on the hub), else build/course."""
+    the instructor's server on the hub), else build/course (`make demo` and `make lab` both)."""
     root = args.course or os.environ.get("GRADER_COURSE")
     course = Course.at(Path(root).resolve()) if root else DEFAULT_COURSE
     exchange = getattr(args, "exchange", None) or os.environ.get("GRADER_EXCHANGE")
@@ -28,16 +51,35 @@ def _course(args) -> Course:
     return course
 
 
+def _known(course: Course, *names: str) -> None:
+    """Raise ValueError before any work when a name is not an assignment of the course's
+    source (a typo would otherwise be found only after a banner, a release or a pool)."""
+    known = course.assignments()
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            raise ValueError(f"no assignment {name!r} in {course.source} (found: "
+                             f"{', '.join(known) or 'none'})"
+                             + (f"; did you mean {close[0]!r}?" if close else ""))
+
+
+def _gradebook_named(course: Course) -> str:
+    """Where the grades are, as the user may be shown it: a --db URL may hold a password."""
+    return str(course.root / "gradebook.db") if course.db is None else \
+        "the database given by --db"
+
+
 def cmd_release(args) -> int:
     from grader.release import publish, release
 
     course = _course(args)
+    _known(course, *args.assignments)
     for assignment in args.assignments or course.assignments():
         print(f"{assignment}: student version in {release(course, assignment, due=args.due)}")
         if args.publish:
             print(f"{assignment}: published to {publish(course, assignment)}, where "
                   "students fetch it")
-    return 0
+    return DONE
 
 
 def _due(text: str):
@@ -54,9 +96,11 @@ def _due(text: str):
 
 
 def cmd_collect(args) -> int:
-    from grader.collect import collect
+    course = _course(args)
+    _known(course, args.assignment)
+    from grader.collect import collect, record_path
 
-    record = collect(_course(args), args.assignment)
+    record = collect(course, args.assignment)
     for student, taken in sorted(record["students"].items()):
         line = taken.get("error") or f"submitted {taken['time']} ({taken['folder']})"
         flags = f"  [{len(taken['flags'])} file(s) left out]" if taken.get("flags") else ""
@@ -66,7 +110,10 @@ def cmd_collect(args) -> int:
     taken = sum("error" not in t for t in record["students"].values())
     print(f"{taken} submission(s) collected, {len(record['students']) - taken} could not be; "
           f"{len(record['refused'])} refused.")
-    return 0
+    print(f"Collected into {course.submitted}/STUDENT/{args.assignment}/ (the record: "
+          f"{record_path(course, args.assignment)}); next: python -m grader autograde "
+          f"{args.assignment}")
+    return DONE
 
 
 def _a_class(args) -> bool:
@@ -84,13 +131,18 @@ def _a_class(args) -> bool:
 
 
 def cmd_autograde(args) -> int:
+    course = _course(args)
+    _known(course, args.assignment)
+    submissions = Path(args.submissions) if args.submissions else None
+    if submissions is not None and not submissions.is_dir():
+        raise FileNotFoundError(f"submissions folder {submissions} does not exist")
     if _a_class(args):
         from grader.parallel import preload_for, start_fork_server
 
         # importing torch there while this process imports nbgrader
-        start_fork_server(preload_for(_course(args).source / args.assignment))
+        start_fork_server(preload_for(course.source / args.assignment))
     with paused():  # nbgrader's imports (grader.collector)
-        from grader.autograde import autograde
+        from grader.autograde import autograde, collected_submissions, find_submissions
 
     limits = {k: v for k, v in (("cell_timeout", args.cell_timeout),
                                 ("notebook_timeout", args.notebook_timeout),
@@ -98,17 +150,25 @@ def cmd_autograde(args) -> int:
     from grader.sandbox.namespaces import IsolationUnavailable
     from grader.sandbox.session import confinement
 
+    # Everything that can stop the run is found before the banner: an empty folder, nothing
+    # collected, no sandbox.
+    if submissions is not None:
+        find_submissions(submissions, args.assignment)
+    else:
+        from grader.collect import load_record
+
+        collected_submissions(course, args.assignment,
+                              load_record(course, args.assignment)["students"])
     try:
         confined = confinement(args.unconfined)
     except IsolationUnavailable as e:
         print(f"error: {shown(e)}", file=sys.stderr)
-        return 2
-    submissions = Path(args.submissions) if args.submissions else None
+        return STOPPED
     print(f"Autograding {shown(args.assignment)} from "
           f"{shown(submissions or 'what was collected from the exchange')}")
     print(f"  isolation: {confined.describe()}")
     start = time.monotonic()
-    results = autograde(_course(args), args.assignment, submissions, limits=limits,
+    results = autograde(course, args.assignment, submissions, limits=limits,
                         workers=args.workers, scheduler=args.scheduler, force=args.force,
                         unconfined=args.unconfined)
     errors = [r for r in results if r.error]
@@ -119,7 +179,34 @@ def cmd_autograde(args) -> int:
           f"unchanged and skipped, {len(errors)} could not be graded ({len(infra)} of them by "
           f"a failure of the grader, to retry), {len(flagged)} flagged for review; "
           f"{time.monotonic() - start:.0f} s.")
-    return 1 if infra else 0
+    from grader.status import status_path
+
+    print(f"Grades in the gradebook ({_gradebook_named(course)}); graded notebooks in "
+          f"{course.autograded}/STUDENT/{args.assignment}/; every row and flag in "
+          f"{status_path(course.root, args.assignment)}")
+    if infra:
+        print(f"{len(infra)} submission(s) not graded by a failure of the grader: run the same "
+              "command again to retry them (exit status 3)", file=sys.stderr)
+        return RETRY
+    if errors:
+        print(f"{len(errors)} submission(s) could not be graded: see their ERROR rows above "
+              "(exit status 1)", file=sys.stderr)
+        return INCOMPLETE
+    return DONE
+
+
+def _positive(kind):
+    """An argparse type: a number of `kind` above zero."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
+        return value
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
 
 
 def _bytes(text: str) -> int:
@@ -127,70 +214,106 @@ def _bytes(text: str) -> int:
     units = {"K": 2**10, "M": 2**20, "G": 2**30}
     text = text.strip().upper().removesuffix("B")
     try:
-        if text and text[-1] in units:
-            return int(float(text[:-1]) * units[text[-1]])
-        return int(text)
+        size = int(float(text[:-1]) * units[text[-1]]) if text and text[-1] in units else \
+            int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size like 4G or 512M") from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0")
+    return size
 
 
 def cmd_feedback(args) -> int:
+    course = _course(args)
+    _known(course, args.assignment)
     from grader.feedback import feedback
 
-    course = _course(args)
-    pages = feedback(course, args.assignment, to=Path(args.to) if args.to else None)
+    to = Path(args.to).resolve() if args.to else None
+    pages = feedback(course, args.assignment, to=to)
     for student, result in pages.items():
         where = result if isinstance(result, str) else ", ".join(str(p) for p in result)
         print(f"  {shown(student):<12} {shown(where)}")
     failed = any(isinstance(r, str) for r in pages.values())
+    print(f"Feedback pages for {sum(not isinstance(r, str) for r in pages.values())} of "
+          f"{len(pages)} student(s) in {course.feedback}/STUDENT/{args.assignment}/"
+          + (f"; copies in {to}" if to else ""))
     if args.publish:
         from grader.feedback import publish_feedback
 
-        for student, why in publish_feedback(course, args.assignment).items():
+        published, ungraded = publish_feedback(course, args.assignment)
+        for student, why in published.items():
             print(f"  {shown(student):<12} "
                   f"{'published' if why is None else 'NOT published: ' + shown(why)}")
             failed = failed or why is not None
         print(f"feedback in the exchange ({course.exchange}): each student fetches their own "
               "from the assignment list")
-    return 1 if failed else 0
+        if ungraded:
+            print(f"warning: written answers not graded yet, shown as 'not graded yet' in "
+                  f"{len(ungraded)} student(s)' feedback (grade them in the formgrader, then "
+                  "run `feedback --publish` again):")
+            for student, cells in ungraded.items():
+                print(f"  {shown(student):<12} {shown(', '.join(cells))}")
+    return INCOMPLETE if failed else DONE
+
+
+def _graded_before(course: Course, assignment: str) -> None:
+    """Raise FileNotFoundError unless `assignment` was autograded in `course` (every run
+    writes its status file): before the gradebook is opened, which would create an empty one."""
+    from grader.status import status_path
+
+    if not course.has_gradebook or not status_path(course.root, assignment).exists():
+        raise FileNotFoundError(f"nothing of {assignment} was autograded in {course.root}: run "
+                                f"`python -m grader autograde {assignment}` first")
 
 
 def cmd_report(args) -> int:
+    course = _course(args)
+    _known(course, args.assignment)
+    _graded_before(course, args.assignment)
     from grader.report import report
 
-    to = Path(args.to or f"{args.assignment}-report.html")
+    to = Path(args.to) if args.to else course.root / "reports" / f"{args.assignment}.html"
     feedback_dir = Path(args.feedback) if args.feedback else None
-    written = report(_course(args), args.assignment, to, feedback_dir)
-    print(f"class report written to {shown(written)}")
-    return 0
+    written = report(course, args.assignment, to, feedback_dir)
+    print(f"class report written to {shown(written.resolve())}")
+    return DONE
+
+
+EXPORT_NAMES = {"nbgrader": "grades.csv", "canvas": "grades-canvas.csv",
+                "moodle": "grades-moodle.csv"}
 
 
 def cmd_export(args) -> int:
     from grader.export import export
 
+    course = _course(args)
     roster = Path(args.roster) if args.roster else None
-    to = export(_course(args), Path(args.to), args.format, roster)
-    print(f"grades written to {shown(to)} ({args.format} format)")
-    return 0
+    if roster is not None and not roster.is_file():
+        raise FileNotFoundError(f"no roster file {roster}")
+    to = Path(args.to) if args.to else course.root / "exports" / EXPORT_NAMES[args.format]
+    to = export(course, to, args.format, roster)
+    print(f"grades written to {shown(to.resolve())} ({args.format} format)")
+    return DONE
 
 
 def cmd_check(args) -> int:
     from grader.check import report, run_visible_tests
 
-    results = run_visible_tests(Path(args.notebook), timeout=args.timeout)
-    print(report(results, Path(args.notebook)))
-    return 0 if all(r.passed for r in results) else 1
+    run = run_visible_tests(Path(args.notebook), timeout=args.timeout)
+    print(report(run, Path(args.notebook)))
+    return DONE if run.ok else INCOMPLETE
 
 
 def cmd_demo(args) -> int:
-    from grader.demo.run import meets_expectation, run_demo
+    from grader.demo.run import meets_expectation, next_steps, run_demo
 
-    rows = run_demo()
-    if all(meets_expectation(s, r) for table in rows.values() for s, r in table):
-        print("\nEvery sample student got the score their story predicts.")
-        return 0
-    print("\nSome sample students did not get the expected score (marked NO above).")
-    return 1
+    course = _course(args)
+    rows = run_demo(course=course)
+    expected = all(meets_expectation(s, r) for table in rows.values() for s, r in table)
+    print("\nEvery sample student got the score their story predicts." if expected else
+          "\nSome sample students did not get the expected score (marked NO above).")
+    print("\n".join(next_steps(course, rows)))
+    return DONE if expected else INCOMPLETE
 
 
 def cmd_lab(args) -> int:
@@ -205,6 +328,12 @@ def cmd_hub(args) -> int:
 
     hub = Hub(root=Path(args.root), instructor=args.instructor,
               students=tuple(s for s in args.students.split(",") if s), port=args.port)
+    if args.remove:
+        from grader.hub.remove import remove
+
+        for line in remove(hub) or [f"nothing of a hub in {hub.root} was left"]:
+            print(line)
+        return DONE
     print(f"Setting up the course hub in {hub.root} (first time: a few minutes)...", flush=True)
     accounts = install(hub)
     print(f"\nThe course hub: {hub.url}  (accounts also in {hub.accounts_file})")
@@ -220,41 +349,73 @@ def cmd_hub(args) -> int:
     return 0  # not reached
 
 
+COURSE_OPTIONS = (
+    ("--course", "nbgrader course directory (default: $GRADER_COURSE, else build/course, the "
+                 "one `make demo` grades into and `make lab` opens)"),
+    ("--db", "gradebook database URL, e.g. postgresql://user@host/grades (default: sqlite, "
+             "gradebook.db in the course directory)"),
+    ("--exchange", "nbgrader exchange shared with the students (on a hub; default: "
+                   "$GRADER_EXCHANGE, else exchange/ in the course directory)"),
+)
+
+
+def _course_options(p: argparse.ArgumentParser, default=None) -> None:
+    """--course, --db and --exchange, accepted before the command (default None) and after it
+    (default SUPPRESS: given there, they replace what was given before; not given, they leave
+    it alone)."""
+    for flag, text in COURSE_OPTIONS:
+        p.add_argument(flag, default=default, help=text)
+
+
+def _command(sub, name: str, text: str, course: bool = True, **kwargs) -> argparse.ArgumentParser:
+    s = sub.add_parser(name, help=text, **kwargs)
+    if course:
+        _course_options(s, default=argparse.SUPPRESS)
+    return s
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
-    p.add_argument("--course", help="nbgrader course directory (default: build/course)")
-    p.add_argument("--db", help="gradebook database URL, e.g. postgresql://user@host/grades "
-                                "(default: sqlite in the course directory)")
-    p.add_argument("--exchange", help="nbgrader exchange shared with the students (on a hub; "
-                                      "default: $GRADER_EXCHANGE, else one inside the course)")
+    """The command line. Every option that takes a value says its default in its help (a test
+    checks it), and the course's options work before or after the command."""
+    p = argparse.ArgumentParser(prog="python -m grader", description=__doc__,
+                                epilog=EXIT_STATUSES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    _course_options(p)
     sub = p.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("release", help="make student versions of assignments")
-    s.add_argument("assignments", nargs="*", help="default: every assignment")
+    s = _command(sub, "release", "make student versions of assignments")
+    s.add_argument("assignments", nargs="*", help="assignment names (default: every assignment "
+                                                  "of the course's source)")
     s.add_argument("--due", type=_due, help="due date, e.g. '2026-12-01 17:00' (UTC unless a "
-                                            "zone is given); later submissions are marked late")
+                                            "zone is given); later submissions are marked late "
+                                            "(default: none)")
     s.add_argument("--publish", action="store_true",
                    help="also put it in the exchange, where students fetch it")
     s.set_defaults(run=cmd_release)
 
-    s = sub.add_parser("collect", help="take the latest submissions in from the exchange")
+    s = _command(sub, "collect", "take the latest submissions in from the exchange")
     s.add_argument("assignment")
     s.set_defaults(run=cmd_collect)
 
-    s = sub.add_parser("autograde", help="grade submitted notebooks")
+    s = _command(sub, "autograde", "grade submitted notebooks", epilog=EXIT_STATUSES,
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("assignment")
     s.add_argument("--submissions",
                    help="folder laid out as STUDENT/ASSIGNMENT/NOTEBOOK.ipynb (default: what "
                         "`collect` took in from the exchange)")
-    s.add_argument("--cell-timeout", type=float,
-                   help="seconds one cell may run (default 120, or the assignment's own)")
-    s.add_argument("--notebook-timeout", type=float,
-                   help="seconds a whole notebook may run (default 900)")
-    s.add_argument("--memory", type=_bytes, help="memory per submission, e.g. 4G (default 6G)")
-    s.add_argument("--workers", type=int,
+    s.add_argument("--cell-timeout", type=_positive(float),
+                   help="seconds of CPU time allowed per cell (and per call from a test); a "
+                        "cell that waits or sleeps is stopped at 3 times that in wall-clock "
+                        f"time (default: {CELL_TIMEOUT}; limits in the assignment's own "
+                        "metadata win over these options)")
+    s.add_argument("--notebook-timeout", type=_positive(float),
+                   help="seconds a whole notebook may run (default: 900)")
+    s.add_argument("--memory", type=_bytes, help="memory per submission, e.g. 4G (default: 6G)")
+    s.add_argument("--workers", type=_positive(int),
                    help="notebooks executed at once on this machine (default: one per core)")
     s.add_argument("--scheduler", help="tcp://HOST:PORT of a Dask scheduler: execute the "
-                                       "notebooks on that cluster instead")
+                                       "notebooks on that cluster instead (default: none, "
+                                       "this machine)")
     s.add_argument("--force", action="store_true",
                    help="grade again submissions that are unchanged since the last run")
     s.add_argument("--unconfined", action="store_true",
@@ -262,48 +423,62 @@ def parser() -> argparse.ArgumentParser:
                         "submission is then flagged 'unconfined'. Never for untrusted code")
     s.set_defaults(run=cmd_autograde)
 
-    s = sub.add_parser("feedback", help="feedback HTML for autograded students")
+    s = _command(sub, "feedback", "feedback HTML for autograded students")
     s.add_argument("assignment")
-    s.add_argument("--to", help="also copy the pages here as STUDENT.html")
+    s.add_argument("--to", help="also copy the pages here as STUDENT.html (default: none; the "
+                                "pages stay in the course's feedback/STUDENT/ASSIGNMENT/)")
     s.add_argument("--publish", action="store_true",
                    help="also put them in the exchange, where each student fetches their own")
     s.set_defaults(run=cmd_feedback)
 
-    s = sub.add_parser("report", help="(instructors) one HTML page on how the class did")
+    s = _command(sub, "report", "(instructors) one HTML page on how the class did")
     s.add_argument("assignment")
-    s.add_argument("--to", help="default: ASSIGNMENT-report.html")
-    s.add_argument("--feedback", help="folder of STUDENT.html feedback pages to link to")
+    s.add_argument("--to", help="the page to write (default: reports/ASSIGNMENT.html in the "
+                                "course directory)")
+    s.add_argument("--feedback", help="folder of STUDENT.html feedback pages to link to "
+                                      "(default: none, no links)")
     s.set_defaults(run=cmd_report)
 
-    s = sub.add_parser("export", help="grades as CSV: nbgrader's format, or for Canvas or Moodle")
-    s.add_argument("--format", choices=("nbgrader", "canvas", "moodle"), default="nbgrader",
-                   help="nbgrader: one row per student and assignment (default); canvas: "
-                        "for Canvas's Grades > Import; moodle: for Moodle's Import > CSV file")
-    s.add_argument("--to", default="grades.csv")
+    s = _command(sub, "export", "grades as CSV: nbgrader's format, or for Canvas or Moodle")
+    s.add_argument("--format", choices=tuple(EXPORT_NAMES), default="nbgrader",
+                   help="nbgrader: one row per student and assignment; canvas: for Canvas's "
+                        "Grades > Import; moodle: for Moodle's Import > CSV file (default: "
+                        "%(default)s)")
+    s.add_argument("--to", help="the CSV file to write (default: exports/grades.csv in the "
+                                "course directory; grades-canvas.csv, grades-moodle.csv for "
+                                "those formats)")
     s.add_argument("--roster", help="(canvas) a gradebook CSV exported from Canvas: students "
-                                    "are matched on SIS Login ID, SIS User ID or ID")
+                                    "are matched on SIS Login ID, SIS User ID or ID (default: "
+                                    "none)")
     s.set_defaults(run=cmd_export)
 
-    s = sub.add_parser("check", help="(students) run a notebook's visible tests")
+    s = _command(sub, "check", "(students) run a notebook's visible tests", course=False)
     s.add_argument("notebook")
-    s.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+    s.add_argument("--timeout", type=_positive(int), default=CELL_TIMEOUT,
+                   help="seconds one cell may run before it is stopped (default: %(default)s)")
     s.set_defaults(run=cmd_check)
 
-    s = sub.add_parser("demo", help="release, grade a sample class, export (make demo)")
+    s = _command(sub, "demo", "release, grade a sample class, export (make demo)")
     s.set_defaults(run=cmd_demo)
 
-    s = sub.add_parser("lab", help="JupyterLab with nbgrader's extension on the course "
-                       "(other options go to `jupyter lab`)")
+    s = _command(sub, "lab", "JupyterLab with nbgrader's extension on the course "
+                 "(other options go to `jupyter lab`)")
     s.set_defaults(run=cmd_lab)
 
-    s = sub.add_parser("hub", help="(root) the course on JupyterHub on this machine: Unix users, "
-                                   "accounts, nbgrader's exchange (make hub)")
-    s.add_argument("--root", default="/srv/attention-course", help="where the hub lives")
-    s.add_argument("--port", type=int, default=8000, help="on 127.0.0.1 (default 8000)")
-    s.add_argument("--instructor", default="instructor", help="the instructor's user name")
+    s = _command(sub, "hub", "(root) the course on JupyterHub on this machine: Unix users, "
+                             "accounts, nbgrader's exchange (make hub)", course=False)
+    s.add_argument("--root", default="/srv/attention-course",
+                   help="where the hub lives (default: %(default)s)")
+    s.add_argument("--port", type=int, default=8000,
+                   help="on 127.0.0.1 (default: %(default)s)")
+    s.add_argument("--instructor", default="instructor",
+                   help="the instructor's user name (default: %(default)s)")
     s.add_argument("--students", default="alice,bob,carol",
-                   help="the demo students' user names, comma-separated")
+                   help="the demo students' user names, comma-separated (default: %(default)s)")
     s.add_argument("--setup-only", action="store_true", help="set up, do not start the hub")
+    s.add_argument("--remove", action="store_true",
+                   help="undo everything `make hub` did for the hub in --root: stop it, remove "
+                        "its users, groups, ACL entry, exchange and folder (make hub-remove)")
     s.set_defaults(run=cmd_hub)
     return p
 
@@ -319,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except (FileNotFoundError, ValueError, RuntimeError) as e:  # may quote a student's text
         print(f"error: {shown(e)}", file=sys.stderr)
-        return 2
+        return STOPPED
 
 
 def run() -> None:

@@ -42,12 +42,28 @@ def _escape(ch: str) -> str:
 
 
 class ShownLogRecord(logging.LogRecord):
-    """A log record whose message (format and arguments, once merged) is `shown`: whichever
-    handler writes it, nbgrader's and traitlets' included, writes no control character of a
-    student's. (A traceback a handler appends is the interpreter's text, not escaped here.)"""
+    """A log record whose message is shown safely, whichever handler writes it (nbgrader's and
+    traitlets' included): its arguments (where a student's id, file name or error text goes)
+    are `shown` whole, line breaks included, so none can forge a line; the message itself keeps
+    its lines (a traceback nbgrader logs as its message must stay readable, and
+    grader.nbgrader_api.reason reads its last line), each `shown`, the lines after the first
+    indented, so that no text in it starts a line of the log as the program's own would."""
 
     def getMessage(self) -> str:  # noqa: N802 (logging's name)
-        return shown(super().getMessage())
+        msg = str(self.msg)
+        if self.args:
+            args = self.args
+            if isinstance(args, dict):
+                args = {k: _shown_arg(v) for k, v in args.items()}
+            else:
+                args = tuple(_shown_arg(a) for a in args)
+            msg = msg % args
+        return "\n    ".join(shown(line) for line in msg.split("\n"))
+
+
+def _shown_arg(value: object) -> object:
+    """A %-argument escaped, numbers left as numbers (a %d or %.1f format still takes them)."""
+    return value if isinstance(value, int | float) else shown(value)
 
 
 def install_log_escaping() -> None:

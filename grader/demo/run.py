@@ -1,7 +1,9 @@
 """`make demo`: release every assignment, grade a sample class on each, export.
 
-Everything is written under build/demo/ (its own course directory, so the demo never touches
-an instructor's real gradebook in build/course/).
+The sample classes are graded into the course `make lab` opens (build/course, or --course), so
+the formgrader shows them; the demo's own files (the sample submissions, a copy of each feedback
+page, the class reports, grades.csv) are written under build/demo/. A course that holds grades
+of students the demo did not add is refused: sample grades never mix into a real class's.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from nbgrader.api import Gradebook
+
 from grader.autograde import Result, autograde
-from grader.course import REPO, Course
+from grader.course import COURSE_ID, REPO, Course
 from grader.demo.sample_class import SAMPLE_CLASSES, Student, write_class
 from grader.export import export
 from grader.feedback import feedback
@@ -31,11 +35,34 @@ def meets_expectation(student: Student, r: Result) -> bool:
             "partial": 0 < r.auto_score < r.auto_max}[student.expect]
 
 
+MARK = ".made-by-make-demo"  # in a course directory the demo graded its sample classes into
+
+
+def claim(course: Course) -> None:
+    """Mark `course` as the demo's, or raise ValueError (before anything is written) when it
+    holds students of a course the demo did not make: a real class's gradebook."""
+    if (course.root / MARK).exists() or not course.has_gradebook:
+        return
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        students = [s.id for s in gb.students]
+    if students:
+        raise ValueError(
+            f"the course {course.root} holds the grades of {len(students)} student(s) the demo "
+            "did not add: the demo grades its sample classes into a course of its own; pass "
+            "another, e.g. `python -m grader demo --course build/demo-course`")
+
+
 def run_demo(out: Path = REPO / "build" / "demo", say=print,
-             assignments: list[str] | None = None) -> dict[str, list[tuple[Student, Result]]]:
+             assignments: list[str] | None = None,
+             course: Course | None = None) -> dict[str, list[tuple[Student, Result]]]:
+    """Grade the sample classes into `course` (default: a fresh one in out/course); the demo's
+    own files go to `out`, made afresh."""
+    course = course or Course(out / "course")
+    claim(course)
     if out.exists():
         shutil.rmtree(out)
-    course = Course(out / "course")
+    course.root.mkdir(parents=True, exist_ok=True)
+    (course.root / MARK).write_text("The sample classes of `make demo` are graded here.\n")
     rows = {}
     for assignment in assignments or list(SAMPLE_CLASSES):
         rows[assignment] = grade_sample_class(course, assignment, out, say)
@@ -57,7 +84,8 @@ def grade_sample_class(course: Course, assignment: str, out: Path, say):
         write_class(course.source / assignment / f"{notebook}.ipynb",
                     released / f"{notebook}.ipynb", students, submissions, assignment)
     say(f"   autograding {len(students)} sample students (each in its own confined process)")
-    results = {r.student: r for r in autograde(course, assignment, submissions,
+    # force: a course the demo graded before holds the same submissions, which would be skipped
+    results = {r.student: r for r in autograde(course, assignment, submissions, force=True,
                                                progress=lambda line: say("  " + line))}
     pages = feedback(course, assignment, students=[s.id for s in students],
                      to=out / "feedback" / assignment)
@@ -69,6 +97,25 @@ def grade_sample_class(course: Course, assignment: str, out: Path, say):
                   feedback_dir=out / "feedback" / assignment)
     say(f"   class report: {_show(page)}")
     return [(s, results[s.id]) for s in students]
+
+
+def next_steps(course: Course, rows: dict[str, list[tuple[Student, Result]]],
+               out: Path = REPO / "build" / "demo") -> list[str]:
+    """The demo's closing lines: where its results are, and what to open next."""
+    assignment = "self_attention" if "self_attention" in rows else next(iter(rows))
+    student = next((s for s, _ in rows[assignment] if s.expect == "partial"),
+                   rows[assignment][0][0])
+    lab = "make lab" if course.root == (REPO / "build" / "course") else \
+        f"python -m grader --course {course.root} lab"
+    return ["",
+            "Open next:",
+            f"  the class report of {assignment}:  {(out / 'reports' / assignment).resolve()}"
+            ".html",
+            f"  a feedback page ({student.id}: {student.story}):  "
+            f"{(out / 'feedback' / assignment / student.id).resolve()}.html",
+            f"  every assignment's grades:  {(out / 'grades.csv').resolve()}",
+            f"  the formgrader on the graded course ({course.root}):  {lab}, then "
+            "Nbgrader > Formgrader"]
 
 
 def table(assignment: str, rows: list[tuple[Student, Result]]) -> str:

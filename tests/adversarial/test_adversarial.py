@@ -64,7 +64,9 @@ def test_suite_is_big_enough(graded):
 
 def test_the_batch_finishes(graded):
     _, suite, run, status, _ = graded
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # exit status 1: the batch ran to its end, with error rows (the attacks with no points)
+    assert run.returncode == (1 if any(a.points is None for a in suite) else 0), \
+        run.stdout[-3000:] + run.stderr[-3000:]
     assert set(status) == {a.name for a in suite}, "every submission has a row"
 
 

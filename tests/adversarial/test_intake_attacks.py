@@ -149,7 +149,9 @@ EXPECTED = {
 
 def test_the_batch_ends_and_controls_keep_full_marks(batch):
     run, status = batch["run"], batch["status"]
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # exit status 1: the batch ran to its end, with error rows (the attacks with no points)
+    assert run.returncode == (1 if any(p is None for p, _ in EXPECTED.values()) else 0), \
+        run.stdout[-3000:] + run.stderr[-3000:]
     assert set(status) == set(EXPECTED) | set(CONTROLS), "every student has a row"
     for name in CONTROLS:
         assert status[name]["error"] is None and status[name]["auto_score"] == FULL, \

@@ -148,7 +148,9 @@ def test_no_control_character_reaches_the_terminal(batch, command):
     if command not in batch["runs"]:
         pytest.skip("collect needs root (folders handed to other users)")
     run = batch["runs"][command]
-    assert run.returncode == 0, output(run)[-3000:]
+    # autograde: exit status 1, the batch ran to its end with error rows (the id past the
+    # limit, the lone surrogate)
+    assert run.returncode == (1 if command == "autograde" else 0), output(run)[-3000:]
     assert terminal_problems(run) == []
 
 

@@ -33,6 +33,24 @@ def test_log_records_are_escaped_whoever_handles_them():
     assert record.getMessage() == "al\\x1bice: left out f\\nforged line"
 
 
+def test_a_logged_traceback_keeps_its_lines_and_what_fails_is_still_found():
+    """nbgrader logs a traceback as its message: its lines stay lines (indented after the
+    first, so no text in it starts a log line), controls escaped, and the error row's reason
+    is still the exception it ended with."""
+    from grader.nbgrader_api import reason
+
+    trace = ("Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+             "grader.sandbox.execute.ExecutedMismatchError: the copy does not match\x1b[2K")
+    record = ShownLogRecord("x", logging.ERROR, __file__, 1, trace, None, None)
+    lines = record.getMessage().split("\n")
+    assert len(lines) == 3 and all(line.startswith("    ") for line in lines[1:])
+    assert lines[-1].endswith("does not match\\x1b[2K")
+    assert reason({"log": record.getMessage()}).startswith(
+        "grader.sandbox.execute.ExecutedMismatchError: the copy does not match")
+    assert ShownLogRecord("x", logging.INFO, __file__, 1, "%d of %.1f", (3, 2.5),
+                          None).getMessage() == "3 of 2.5"
+
+
 def test_install_keeps_a_factory_someone_else_installed(monkeypatch):
     def other(*a, **k):
         return logging.LogRecord(*a, **k)
