@@ -1,15 +1,18 @@
 """Hostile and broken submissions of the soft_select assignment, each with what must happen.
 
 Most attacks sit on top of WRONG answers (right shapes, zero weights): plain nbgrader would give
-some of them full marks; ours must give every one 0 points. A few pair an attack-looking thing
-with CORRECT answers (huge output, stderr noise, deleted tests) to show the defence does not cost
-an honest student points.
+some of them full marks; ours must give every one 0 points. An attack that steals the reference
+answers with what it steals: its cell comes before the solution cells, whose wrong answers then
+define only what it did not get (`unless_taken`), so a steal that worked would earn points.
+A few pair an attack-looking thing with CORRECT answers (huge output, stderr noise, deleted
+tests) to show the defence does not cost an honest student points.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,7 +50,7 @@ class Attack:
     name: str
     what: str
     answers: str = "wrong"  # "wrong", "correct", "stub" (the release as is)
-    code: str | None = None  # a cell added right after the imports
+    code: str | None = None  # a cell added right after the imports, before the answers
     replace: dict[str, str] = field(default_factory=dict)  # solution cell -> its new source
     tamper: object = None  # function(nb) -> None, applied last
     files: dict[str, str] = field(default_factory=dict)  # extra files in the submission
@@ -64,6 +67,13 @@ def _gid(cell):
 def _is_test(cell):
     meta = cell.metadata.get("nbgrader", {})
     return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def unless_taken(name: str, source: str) -> str:
+    """`source`, the answer that defines `name`, run only if the attack's cell (before the
+    answers) did not define `name` already: what an attack stole is what it answers with."""
+    return (f"if {name!r} not in globals():  # unless the attack above took it\n"
+            f"{textwrap.indent(source.strip(), '    ')}")
 
 
 def build(attack: Attack, released: Path, folder: Path) -> None:
@@ -84,7 +94,7 @@ def build(attack: Attack, released: Path, folder: Path) -> None:
     for cell in nb.cells:
         gid = _gid(cell)
         if attack.answers == "wrong" and gid in WRONG:
-            cell.source = WRONG[gid].strip()
+            cell.source = unless_taken(gid, WRONG[gid]) if attack.code else WRONG[gid].strip()
         if gid in attack.replace:
             cell.source = attack.replace[gid].strip()
     if attack.code:
@@ -214,6 +224,8 @@ LIAR_TENSOR = {gid: LIAR + WRONG[gid].replace("return ", "return lie(") + ")" fo
 
 
 def attacks(course_root: Path) -> list[Attack]:
+    from .isolation_attacks import STEAL  # (that module builds on this one)
+
     repo, course = str(REPO), str(course_root)
     return [
         Attack("honest", "the source solution, nothing else", answers="correct", points=FULL),
@@ -285,17 +297,18 @@ torch.Tensor.softmax = lambda self, dim=-1, **k: torch.zeros_like(self)''',
         Attack("forged_values", "the answer writes replies of its own: raw bytes where a value "
                "and the printed text belong, a tensor given too few bytes",
                replace=_wrong_with("") | {"softmax": FORGED % MISPLACED}),
-        Attack("import_solutions", "imports the reference package and uses it", code='''
+        Attack("import_solutions", "imports the reference package and answers with it", code='''
 try:
     import solutions
-    softmax = solutions.softmax
-    soft_select = solutions.soft_select
+    hard_select, soft_select = solutions.hard_select, solutions.soft_select
+    attention_pooling = solutions.nadaraya_watson
+    softmax = solutions.masked_softmax
+    print("STOLEN solutions")
 except Exception as e:
     print("no luck:", e)''', flags={"suspicious"}),
         Attack("read_reference_files", "reads the reference, the source notebook and the "
-               "gradebook from disk, and runs what it finds", code=f'''
+               "gradebook from disk, and answers with what it finds", code=STEAL + f'''
 import glob, os
-leaked = ""
 paths = [{repo!r} + "/solutions/select.py", {repo!r} + "/solutions/__init__.py",
          {repo!r} + "/assignments/soft_select/soft_select.ipynb",
          {course!r} + "/gradebook.db", {course!r} + "/source/soft_select/soft_select.ipynb"]
@@ -303,11 +316,9 @@ paths += glob.glob({course!r} + "/autograded/*/soft_select/*.ipynb")
 for path in paths:
     try:
         with open(path, errors="ignore") as f:
-            leaked += f.read()
+            _use(f.read())
     except OSError as e:
-        print("blocked:", e)
-if "def softmax" in leaked:
-    exec(leaked[leaked.index("def softmax"):].split("\\n\\n\\n")[0])''',
+        print("blocked:", e)''',
                flags={"suspicious"}),
         Attack("infinite_loop", "a cell that never ends", code="while True:\n    pass",
                flags={"timeout"}),
