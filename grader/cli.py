@@ -28,8 +28,9 @@ exit status:
   {DONE}  everything was done (autograde: every submission graded)
   {INCOMPLETE}  ran to its end, but not everything could be done: autograde: some
      submissions could not be graded (their ERROR rows: the student's problem);
-     feedback: a page not delivered or published; check: a test fails;
-     demo: a sample student's score is not the expected one
+     feedback: a page not delivered or published; check: a test fails or
+     did not run, or a cell raised an error or was stopped; demo: a sample
+     student's score is not the expected one
   {STOPPED}  stopped on an error, said on stderr as `error: ...`; a mistake in the
      command line (an option, an assignment's name, a folder) is reported
      before anything is released or graded

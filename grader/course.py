@@ -125,7 +125,6 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         ClearHiddenTests,
         ClearOutput,
         DeduplicateIds,
-        GetGrades,
         IgnorePattern,
         LimitOutput,
         OverwriteKernelspec,
@@ -134,6 +133,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
     from grader.html_safety import exporter_config
     from grader.preprocessors import (
         CheckCellMetadata,
+        FeedbackGrades,
         OverwriteCellsOnce,
         SaveAutoGradesOnce,
         ShortTracebacks,
@@ -186,7 +186,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
     # Feedback must not show the hidden tests (nbgrader issue #917): drop their code and
     # shorten tracebacks (which would quote it) to the message written for the student.
     c.GenerateFeedback.preprocessors = [
-        GetGrades,
+        FeedbackGrades,  # nbgrader's GetGrades, and each graded cell's name and state
         ClearHiddenTests,
         ShortTracebacks,
         CSSHTMLHeaderPreprocessor,

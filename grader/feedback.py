@@ -125,11 +125,16 @@ def _write_replacing(target: Path, data: bytes) -> None:
         raise
 
 
-def publish_feedback(course: Course, assignment: str) -> dict[str, str | None]:
+def publish_feedback(course: Course, assignment: str) \
+        -> tuple[dict[str, str | None], dict[str, list[str]]]:
     """Put the generated pages in the exchange (nbgrader's release_feedback), one student at a
     time so that one odd submission (its secret file deleted, say) never stops the others:
-    {student: None, or why theirs was not published}. Each student's server fetches only the
-    pages of their own submissions (named by a hash of the secret their submission carried)."""
+    ({student: None, or why theirs was not published}, {student: the cells ("NOTEBOOK:
+    grade_id") whose hand-graded points are not given yet}). Each student's server fetches only
+    the pages of their own submissions (named by a hash of the secret their submission
+    carried). A page published before its written answers are graded says "not graded yet"
+    for them (grader.preprocessors.FeedbackGrades); the second dict is what the instructor is
+    warned of."""
     api = api_for(course)
     published: dict[str, str | None] = {}
     for student in _autograded_students(course, assignment):
@@ -137,4 +142,27 @@ def publish_feedback(course: Course, assignment: str) -> dict[str, str | None]:
         published[student] = None if result.get("success") else reason(result)
         if published[student]:
             log.warning("feedback for %s not published: %s", student, published[student])
-    return published
+    return published, not_graded_yet(course, assignment, list(published))
+
+
+def not_graded_yet(course: Course, assignment: str, students: list[str]) -> dict[str, list[str]]:
+    """{student: ["NOTEBOOK: grade_id", ...]} of each answer graded by hand (a written answer)
+    that has no score yet: neither a hand-given one nor nbgrader's automatic 0 for an answer
+    left as released."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from grader.course import COURSE_ID
+
+    missing: dict[str, list[str]] = {}
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        for student in students:
+            try:
+                submission = gb.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            cells = [f"{notebook.name}: {grade.name}" for notebook in submission.notebooks
+                     for grade in notebook.grades
+                     if grade.manual_score is None and grade.auto_score is None]
+            if cells:
+                missing[student] = sorted(cells)
+    return missing

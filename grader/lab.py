@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from grader import lab_style
 from grader.course import DEFAULT_COURSE, REPO, Course
 
 CONFIG = '''\
@@ -41,7 +42,11 @@ def write_config(course: Course = DEFAULT_COURSE, folder: Path | None = None) ->
     # extension (grader/formgrader_policy.py); Jupyter reads extensions enabled here.
     extensions = folder / "jupyter_server_config.d"
     extensions.mkdir(exist_ok=True)
-    (extensions / "grader.json").write_text(json.dumps(SERVER_EXTENSIONS, indent=1))
+    # and JupyterLab loads the grader's custom.css (Validate's long messages wrap)
+    server = {"ServerApp": {"jpserver_extensions": {
+        **SERVER_EXTENSIONS["ServerApp"]["jpserver_extensions"], **lab_style.EXTENSION}}}
+    (extensions / "grader.json").write_text(json.dumps(server, indent=1))
+    (folder / "jupyter_lab_config.json").write_text(json.dumps(lab_style.LAB, indent=1))
     return folder
 
 

@@ -1,5 +1,6 @@
 """Our steps in nbgrader's preprocessor pipelines (configured in grader.course)."""
 
+import re
 import traceback
 
 import fastjsonschema
@@ -141,3 +142,89 @@ class CheckCellMetadata(nbgrader_preprocessors.CheckCellMetadata):
             self.log.error(message)
             raise ValidationError(message) from None
         return nb, resources
+
+
+class FeedbackGrades(nbgrader_preprocessors.GetGrades):
+    """nbgrader's GetGrades, and for the feedback page what a student needs to read each graded
+    cell: a name (`title`), and its state, in cell.metadata.grader_feedback (set on every
+    cell, so no submission can bring its own):
+
+    - "passed", "failed" or "partial": a test, by its score;
+    - "ungraded": a written (or hand-graded) answer that has neither a hand-given nor an
+      automatic score yet; nbgrader would show it as 0 / N;
+    - "graded": an answer with its score.
+
+    A test is named by its first comment line, the way the notebooks describe each test
+    ("# 2 points: weights are distributions; ...", without the points), else by its grade_id
+    in words; a written answer by the question above it.
+    """
+
+    def preprocess(self, nb, resources):
+        nb, resources = super().preprocess(nb, resources)
+        for index, cell in enumerate(nb.cells):
+            state = cell.metadata.pop("grader_feedback_state", None)
+            cell.metadata.pop("grader_feedback", None)
+            if state is not None:
+                above = nb.cells[index - 1].source if index > 0 else ""
+                cell.metadata["grader_feedback"] = {"title": feedback_title(cell, above),
+                                                    "state": state}
+        return nb, resources
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        cell.metadata.pop("grader_feedback_state", None)  # only ours, from _get_score
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def _get_score(self, cell, resources):
+        super()._get_score(cell, resources)
+        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"],
+                                          self.notebook_id, self.assignment_id, self.student_id)
+        if grade.manual_score is None and grade.auto_score is None:
+            state = "ungraded"
+        elif is_test_cell(cell):
+            score, points = grade.score or 0, grade.max_score or 0
+            state = "passed" if score >= points else ("failed" if score <= 0 else "partial")
+        else:
+            state = "graded"
+        cell.metadata["grader_feedback_state"] = state
+
+
+_POINTS = re.compile(r"^\d+(?:\.\d+)?\s+points?\b\s*(\((?P<note>[^)]*)\))?\s*:\s*", re.I)
+
+
+def feedback_title(cell, above: str = "") -> str:
+    """A graded cell's name for its student (FeedbackGrades)."""
+    meta = cell.metadata.get("nbgrader", {})
+    words = re.sub(r"^test_", "", meta.get("grade_id", "")).replace("_", " ").strip()
+    if is_test_cell(cell):
+        comment = []
+        for line in cell.source.splitlines():
+            if not line.startswith("#") or line.startswith("###"):
+                break
+            comment.append(line.lstrip("#").strip())
+        text = " ".join(comment).strip()
+        found = _POINTS.match(text)
+        hidden = bool(found and "hidden" in (found.group("note") or "").lower())
+        text = text[found.end():] if found else text
+        return f"{'Hidden test' if hidden else 'Test'}: {_shortened(text or words)}"
+    if cell.cell_type == "markdown":
+        paragraphs = [p.strip() for p in re.split(r"\n\s*\n", above) if p.strip()]
+        question = paragraphs[-1] if paragraphs else ""
+        lead = re.match(r"^\*\*(?P<lead>[^*]+)\*\*\s*(?P<rest>.*)", question, re.S)
+        if lead:
+            name = re.sub(r"\s*\([^)]*\bpoints?\)", "", lead.group("lead")).rstrip(" .:")
+            first = re.split(r"(?<=[.?!])\s", " ".join(lead.group("rest").split()))[0]
+            return f"Written answer: {name}" + (f": {_shortened(first)}" if first else "")
+        return f"Written answer: {words}"
+    return f"{'Task' if meta.get('task') else 'Answer'}: {words}"
+
+
+def _shortened(text: str, width: int = 90) -> str:
+    """One line of at most `width` characters; never cut inside $math$ or `code`."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    text = text[:width - 1]
+    for mark in ("$", "`"):
+        if text.count(mark) % 2:
+            text = text[:text.rindex(mark)]
+    return text.rstrip() + "…"
