@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
-.PHONY: cuda-check cli-reference site site-without-solutions browser-test screenshots sandbox-tools bench-curve hub hub-tools lectures-other-cpus bytecode
+.PHONY: cuda-check cli-reference site site-without-solutions browser-test screenshots sandbox-tools bench-curve hub hub-remove hub-tools lectures-other-cpus bytecode
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ hub-tools:
 
 hub: $(STAMP) sandbox-tools hub-tools
 	$(BIN)/python -m grader hub
+
+## Undo `make hub` (root): stop it, remove its users, groups, the ACL on the checkout, the
+## exchange's file system and /srv/attention-course. Safe to run again.
+hub-remove: $(STAMP)
+	$(BIN)/python -m grader hub --remove
 
 ## Lint, then every test (CI runs this through .ci/run). Each lecture executes once a run, and
 ## the demo's sample classes are graded once (shared); the summary at the end counts both.

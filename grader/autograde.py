@@ -277,7 +277,10 @@ def _autograde(course, assignment, submissions, progress, limits, workers, sched
         if pool is not None:
             pool.close()
     ordered = [results[s] for s in found]
-    save_status(course.root, assignment, ordered, hashes)
+    from grader.sandbox.session import confinement
+
+    save_status(course.root, assignment, ordered, hashes,
+                run={"conditions": confinement(unconfined).conditions()})
     return ordered
 
 

@@ -27,7 +27,7 @@ from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 from grader.checks.causes import CAUSES, named_causes  # noqa: E402
 from grader.course import COURSE_ID, Course, setup_process  # noqa: E402
 from grader.html_safety import STATIC_PAGE_POLICY, meta_policy  # noqa: E402
-from grader.status import load_status  # noqa: E402
+from grader.status import load_run, load_status  # noqa: E402
 
 
 @dataclass
@@ -131,6 +131,7 @@ def report(course: Course, assignment: str, to: Path, feedback_dir: Path | None 
         tests=sorted(tests, key=lambda t: -t.rate),
         causes=[(CAUSES.get(c, c), n) for c, n in causes.most_common(10)],
         flags=[(s, f) for s, fs in sorted(flags.items()) for f in fs],
+        conditions=load_run(course.root, assignment).get("conditions", []),
         students=[(s, v, _feedback_href(s, to, feedback_dir)) for s, v in sorted(scores.items())])
     to.parent.mkdir(parents=True, exist_ok=True)
     to.write_text(page)

@@ -1,6 +1,8 @@
 """What the grader records about each student besides points: the flags an instructor should
 look at, and the outcome of the last autograde run. This module is their one owner and
-status/ASSIGNMENT.json their one store; every stage hands its flags back as a value.
+status/ASSIGNMENT.json their one store; every stage hands its flags back as a value. What held
+for the whole run (a condition of the machine, such as no writable cgroup) is the run's, kept
+once in status/run/ASSIGNMENT.json, not a flag on each student.
 
 A flag is a dict {"kind": ..., "detail": ...}: the kind is one of `Kind`, the detail a sentence
 in plain words naming the file or cell (e.g. "soft_select.ipynb is a symbolic link to
@@ -55,12 +57,25 @@ def status_path(course_root: Path, assignment: str) -> Path:
     return Path(course_root) / "status" / f"{assignment}.json"
 
 
+def run_path(course_root: Path, assignment: str) -> Path:
+    """Beside the students' status file, the run's own record: what held for every student of
+    the last run (a condition of the machine), said once rather than on each student's row."""
+    return Path(course_root) / "status" / "run" / f"{assignment}.json"
+
+
 def load_status(course_root: Path, assignment: str) -> dict:
     path = status_path(course_root, assignment)
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def save_status(course_root: Path, assignment: str, results, hashes: dict | None = None) -> Path:
+def load_run(course_root: Path, assignment: str) -> dict:
+    """The last run's own record: {"conditions": [the machine's conditions, in words]}."""
+    path = run_path(course_root, assignment)
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def save_status(course_root: Path, assignment: str, results, hashes: dict | None = None,
+                run: dict | None = None) -> Path:
     """Record every student's outcome of the last autograde run (read back by the report).
     `results`: objects with student, auto_score, auto_max, error, flags, seconds, skipped.
 
@@ -84,4 +99,7 @@ def save_status(course_root: Path, assignment: str, results, hashes: dict | None
             entry["hash"] = hashes[r.student]
         old[key] = entry
     path.write_text(json.dumps(old, indent=1, sort_keys=True))
+    if run is not None:
+        run_path(course_root, assignment).parent.mkdir(exist_ok=True)
+        run_path(course_root, assignment).write_text(json.dumps(run, indent=1, sort_keys=True))
     return path

@@ -3,7 +3,8 @@
 Real local Unix users for an instructor and students, PAM logins, each user's
 server as their own process (students on the student edition), nbgrader's exchange between
 them with modes that keep submissions, sources and the gradebook apart. Layout and modes:
-grader.hub.layout. Needs root (it creates users and hands folders to them).
+grader.hub.layout. Needs root (it creates users and hands folders to them). Undone, all of it,
+by grader.hub.remove (`python -m grader hub --remove`, `make hub-remove`).
 """
 
 from __future__ import annotations

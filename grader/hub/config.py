@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from grader import lab_style
 from grader.course import COURSE_ID
 from grader.hub.layout import Hub
 from grader.threads import ONE_THREAD
@@ -39,6 +40,24 @@ c = get_config()  # noqa: F821
 c.merge(nbgrader_config(Course(Path({course!r}), shared_exchange=Path({exchange!r}))))
 '''
 
+# The shell of a server's terminals. Jupyter's own default on a hub is a login shell (`bash -l`),
+# whose /etc/profile sets the system's PATH again: `python` was then not the runtime's (or not
+# there at all). Instead an interactive bash reads the system's and the user's bashrc, then puts
+# the runtime first, so what the docs say to type runs on the server's own Python.
+BASHRC = '''\
+# Written by `python -m grader hub`: read by each terminal of a {role}'s server.
+[ -r /etc/bash.bashrc ] && . /etc/bash.bashrc
+[ -r "$HOME/.bashrc" ] && . "$HOME/.bashrc"
+export PATH="{bin}:$PATH"
+'''
+
+# JupyterHub's servers send `frame-ancestors 'none'` on every page; JupyterLab shows the
+# formgrader (Nbgrader > Formgrader) in a frame of its own page, which that refused ("refused
+# to connect"). The instructor's server lets its own origin frame it. (Every server of this hub
+# shares one origin, which can script another's pages with or without frames: JupyterHub's
+# subdomains, c.JupyterHub.subdomain_host, are what separates them.)
+INSTRUCTOR_HEADERS = {"Content-Security-Policy": "frame-ancestors 'self'"}
+
 NBGRADER_EXTENSIONS = ("formgrader", "course_list", "assignment_list", "validate_assignment")
 STUDENT_HIDDEN_PLUGINS = ("formgrader", "course-list", "create-assignment")
 
@@ -55,6 +74,14 @@ def write_role_configs(hub: Hub) -> None:
         # the Content-Security-Policy of the formgrader's submission pages (the instructor's)
         server["ServerApp"]["jpserver_extensions"]["grader.formgrader_policy"] = \
             role == "instructor"
+        # the grader's custom.css: nbgrader's Validate dialog wraps long messages
+        server["ServerApp"]["jpserver_extensions"].update(lab_style.EXTENSION)
+        _write(folder / "jupyter_lab_config.json", json.dumps(lab_style.LAB, indent=1))
+        server["ServerApp"]["terminado_settings"] = {
+            "shell_command": ["/bin/bash", "--rcfile", str(folder / "bashrc")]}
+        if role == "instructor":
+            server["ServerApp"]["tornado_settings"] = {"headers": INSTRUCTOR_HEADERS}
+        _write(folder / "bashrc", BASHRC.format(role=role, bin=hub.env / "bin"))
         _write(folder / "jupyter_server_config.json", json.dumps(server, indent=1))
         hidden = STUDENT_HIDDEN_PLUGINS if role == "student" else ()
         page = {"disabledExtensions": {f"@jupyter/nbgrader:{p}": True for p in hidden}}

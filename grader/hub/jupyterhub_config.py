@@ -6,6 +6,7 @@ from pathlib import Path
 
 from grader.hub.config import server_environment
 from grader.hub.layout import Hub
+from grader.hub.links import handlers as classic_links
 
 hub = Hub.load(Path(os.environ["COURSE_HUB_ROOT"]))
 c = get_config()  # noqa: F821
@@ -55,3 +56,6 @@ def per_role(spawner):
 
 
 c.Spawner.pre_spawn_hook = per_role
+
+# The formgrader's links outside JupyterLab (/tree/PATH...) into the user's JupyterLab.
+c.JupyterHub.extra_handlers = classic_links()

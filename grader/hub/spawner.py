@@ -93,11 +93,26 @@ class ConfinedSpawner(LocalProcessSpawner):
         finally:
             self.cmd = cmd
 
+    def _root_dir(self, home: str) -> str:
+        """The server's notebook_dir as a path: the folder its file browser shows."""
+        root = self.format_string(self.notebook_dir) if self.notebook_dir else "~"
+        return os.path.join(home, root[2:]) if root == "~" or root.startswith("~/") else root
+
     def make_preexec_fn(self, name):
-        if not self._confined():
-            return super().make_preexec_fn(name)
-        procs = [str(path / "cgroup.procs") for path in self._cgroup.dirs.values()]
+        """The server's process starts in its notebook_dir, not in the home as Jupyter's own
+        spawner leaves it: a terminal JupyterLab opens at the file browser's top folder asks
+        for "" and gets the server's working folder."""
         home = pwd.getpwnam(name).pw_dir
+        root = os.path.normpath(self._root_dir(home))
+        if not self._confined():
+            become_user = super().make_preexec_fn(name)
+
+            def become_user_in_root():
+                become_user()
+                os.chdir(root)
+
+            return become_user_in_root
+        procs = [str(path / "cgroup.procs") for path in self._cgroup.dirs.values()]
 
         def join_group():
             """In the server's first process, still root, before anything else runs: system
@@ -110,7 +125,7 @@ class ConfinedSpawner(LocalProcessSpawner):
                     os.write(fd, pid)
                 finally:
                     os.close(fd)
-            os.chdir(home)
+            os.chdir(root)
 
         return join_group
 

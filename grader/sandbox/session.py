@@ -49,14 +49,21 @@ class Confinement:
         return f"{where}; limits: {limits}; Landlock as a second layer where the kernel has it"
 
     def flags(self) -> list[tuple[str, str]]:
-        """The flags every submission graded under this confinement carries."""
+        """The flags every submission graded under this confinement carries (the instructor's
+        choice to grade without the sandbox: each grade it gave is to be read with it)."""
         out = []
         if not self.sandboxed:
             out.append(("unconfined", "graded WITHOUT the sandbox (--unconfined): "
                         + self.why_not))
+        return out
+
+    def conditions(self) -> list[str]:
+        """The machine's conditions a run graded under: the same for every student, so said
+        once (the run's banner, the status file's run, the class report), not per student."""
+        out = []
         if not self.cgroups:
-            out.append(("limits", "memory and process limits were rlimits, not a cgroup "
-                        "(no writable cgroup hierarchy here)"))
+            out.append("memory and process limits were rlimits, not a cgroup (no writable "
+                       "cgroup hierarchy here)")
         return out
 
 

@@ -11,6 +11,7 @@ them through `make hub-tools`); without them these tests skip, unless GRADER_REQ
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -114,14 +115,19 @@ def _wait_for(url: str, seconds: float, proc: subprocess.Popen, log: Path) -> No
                          f"{log.read_text()[-4000:]}")
 
 
-@pytest.fixture(scope="session")
-def course_hub():
+def require_hub() -> None:
+    """Skip (fail on CI) where a hub cannot run."""
     why = _missing()
     if why:
         if os.environ.get("GRADER_REQUIRE_SERVICES"):
             pytest.fail(f"the hub tests must run here: {why}")
         pytest.skip(why)
-    name = os.environ.get("HUB_TEST_NAME", "hubt")  # two test runs at once: different names
+
+
+@contextlib.contextmanager
+def started_hub(name: str):
+    """A hub of a fresh class named `name` (its users NAME-teacher, NAME-ada, NAME-ben),
+    set up as `make hub` does and running until the block ends."""
     port, hub_port, api_port = free_ports(3)
     # the default limits, but /tmp, /dev/shm and the exchange smaller: the tests fill them
     hub = Hub(root=Path(f"/srv/attention-course-{name}"), instructor=f"{name}-teacher",
@@ -149,3 +155,11 @@ def course_hub():
             proc.kill()
         for user in hub.users:
             subprocess.run(["pkill", "-KILL", "-u", user], check=False)
+
+
+@pytest.fixture(scope="session")
+def course_hub():
+    require_hub()
+    # two test runs at once: different names
+    with started_hub(os.environ.get("HUB_TEST_NAME", "hubt")) as running:
+        yield running

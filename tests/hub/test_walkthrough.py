@@ -428,7 +428,8 @@ def test_6_student_fetches_and_reads_feedback(flow):
     total = auto + manual
     expect(feedback.locator("body")).to_contain_text(f"(Score: {total:.1f} / {total:.1f})")
     expect(feedback.locator("#toc")).to_contain_text(re.compile(  # named by its question
-        rf"Graded\s*Written answer: .*\(Score: {manual:.1f} / {manual:.1f}\)"))
+        rf"Graded\s*Written answer: .*\(Score: {manual:.1f} / {manual:.1f}\)",
+        re.S))  # (its formulas, as MathML, span lines)
     flow.shot(feedback, "student_a_feedback_page")
 
     text = feedback.locator("body").inner_text()
