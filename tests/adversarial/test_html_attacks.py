@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from grader.course import COURSE_ID, REPO, Course
 from grader.html_safety import STATIC_PAGE_POLICY
 from grader.release import release
 from tests.chromium import CHROMIUM, chromium
+from tests.lab_server import running_lab
 
 from .attacks import FULL, Attack, build
 
@@ -388,51 +388,12 @@ def test_policy_alone_stops_a_script_in_a_page(batch, browser, tmp_path):
 
 # ----- the formgrader, on `grader lab`'s server ------------------------------------------------
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def formgrader(batch, tmp_path_factory):
     """`grader lab` (grader.lab, as `make lab` starts it) on the batch's course, on loopback,
     without a token."""
-    tmp = tmp_path_factory.mktemp("lab")
-    port = _free_port()
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-               JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_DATA_DIR=str(tmp / "data"))
-    code = ("import sys; from pathlib import Path; from grader.course import Course; "
-            "from grader.lab import lab; "
-            f"sys.exit(lab(Course(Path({str(batch['course'].root)!r})), sys.argv[1:], "
-            f"config_dir=Path({str(tmp / 'nbgrader')!r})))")
-    args = ["--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-            "--IdentityProvider.token=", "--ServerApp.password="]
-    log = open(tmp / "lab.log", "w+")
-    server = subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, env=env,
-                              stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=5):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(f"JupyterLab did not start:\n{log.read()[-3000:]}")
-                time.sleep(0.5)
+    with running_lab(batch["course"].root, tmp_path_factory.mktemp("lab")) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
 
 
 def _submission_url(batch, formgrader, student: str) -> str:

@@ -12,19 +12,13 @@ README shows into docs/img/).
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from grader.course import REPO
 from tests.chromium import CHROMIUM, chromium
+from tests.lab_server import running_lab
 
 WORK = REPO / "build" / "browser"  # below the server's root, so JupyterLab can open it
 SHOTS = REPO / "build" / "screenshots"
@@ -56,12 +50,6 @@ def pytest_collection_modifyitems(items):
             item.add_marker(skip)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def shots() -> Path:
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -80,48 +68,9 @@ def sample_class(sample_classes) -> Path:
 @pytest.fixture(scope="module")  # stopped after its tests: a live server slows later runs
 def lab_url(sample_class, tmp_path_factory):
     """JupyterLab as `make lab` starts it (grader.lab), on the sample class, on loopback."""
-    tmp = tmp_path_factory.mktemp("lab")
-    settings = tmp / "settings"
-    for name, values in LAB_SETTINGS.items():
-        (settings / name).parent.mkdir(parents=True, exist_ok=True)
-        (settings / name).write_text(json.dumps(values))
-    port = free_port()
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-               JUPYTER_CONFIG_DIR=str(tmp / "config"),  # no user config or kernels of
-               JUPYTER_DATA_DIR=str(tmp / "data"),  # this machine: the venv's python3 kernel
-               JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"))
-    course = sample_class / "course"
-    code = ("import sys; from pathlib import Path; from grader.course import Course; "
-            "from grader.lab import lab; "
-            f"sys.exit(lab(Course(Path({str(course)!r})), sys.argv[1:], "
-            f"config_dir=Path({str(tmp / 'nbgrader')!r})))")
-    args = ["--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-            "--IdentityProvider.token=", "--ServerApp.password=",
-            "--ServerApp.open_browser=False"]
-    log = open(tmp / "lab.log", "w+")
-    server = subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO, env=env,
-                              stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=5):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(f"JupyterLab did not start:\n{log.read()[-3000:]}")
-                time.sleep(0.5)
+    with running_lab(sample_class / "course", tmp_path_factory.mktemp("lab"), LAB_SETTINGS,
+                     ("--ServerApp.open_browser=False",)) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")

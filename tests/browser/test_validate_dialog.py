@@ -9,14 +9,8 @@ dialog (measured: 7299 px in 919).
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -24,7 +18,8 @@ import pytest
 
 from grader.course import REPO
 from grader.demo.sample_class import Edit, Student, make_submission
-from tests.browser.conftest import LAB_SETTINGS, WORK, free_port
+from tests.browser.conftest import LAB_SETTINGS, WORK
+from tests.lab_server import running_lab
 
 SOURCE = REPO / "assignments" / "soft_select" / "soft_select.ipynb"
 LONG = "unbroken_words_" * 60
@@ -45,45 +40,11 @@ def validate_lab(tmp_path_factory):
     (root / "work").mkdir()
     nbformat.write(make_submission(SOURCE, released, DAN), root / "work" / "dan.ipynb")
 
-    tmp = tmp_path_factory.mktemp("validate-lab")
-    settings = tmp / "settings"
-    for name, values in LAB_SETTINGS.items():
-        (settings / name).parent.mkdir(parents=True, exist_ok=True)
-        (settings / name).write_text(json.dumps(values))
-    port = free_port()
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
-               JUPYTER_CONFIG_DIR=str(tmp / "config"), JUPYTER_DATA_DIR=str(tmp / "data"),
-               JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"))
-    code = ("import sys; from pathlib import Path; from grader.course import Course; "
-            "from grader.lab import lab; "
-            f"sys.exit(lab(Course(Path({str(course.root)!r})), sys.argv[1:], "
-            f"config_dir=Path({str(tmp / 'nbgrader')!r})))")
-    log = open(tmp / "lab.log", "w+")
-    server = subprocess.Popen(
-        [sys.executable, "-c", code, "--no-browser", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password="],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=5):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(f"JupyterLab did not start:\n{log.read()[-3000:]}")
-                time.sleep(0.5)
-        yield url, (root / "work" / "dan.ipynb").relative_to(REPO)
+        with running_lab(course.root, tmp_path_factory.mktemp("validate-lab"),
+                         LAB_SETTINGS) as url:
+            yield url, (root / "work" / "dan.ipynb").relative_to(REPO)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
         shutil.rmtree(root, ignore_errors=True)
 
 
