@@ -18,6 +18,7 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -130,17 +131,15 @@ def sweep(statuses: dict, setup: dict) -> dict:
 def _emptied(folder: str) -> bool:
     """Empty `folder` (a student may have made a folder in it unreadable, or nested folders
     deeper than a recursive removal goes); whether it is empty now. Its times are set to now:
-    the last student's are no message to the next."""
+    the last student's are no message to the next. The sandbox's own mounts below it (a venv
+    or course that lives under /tmp is bound there) and the folders leading to them stay: they
+    are the sandbox's, not the student's, and what else is in those folders goes."""
+    mounts = _mounts_below(folder)
+    leads = {parent for point in mounts for parent in _parents(point, folder)}
     for attempt in range(2):
         try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    with contextlib.suppress(OSError):
-                        if entry.is_dir(follow_symlinks=False):
-                            shutil.rmtree(entry.path, ignore_errors=True)
-                        else:
-                            os.unlink(entry.path)
-            if not os.listdir(folder):
+            _clear(folder, mounts, leads)
+            if not _left(folder, mounts, leads):
                 with contextlib.suppress(OSError):
                     os.utime(folder)
                 return True
@@ -148,6 +147,53 @@ def _emptied(folder: str) -> bool:
             pass
         if attempt == 0:
             _unlock(folder)
+    return False
+
+
+def _mounts_below(folder: str) -> set[str]:
+    """The mount points below `folder` (/proc/self/mountinfo's fifth field, octal escapes
+    undone)."""
+    prefix = folder.rstrip("/") + "/"
+    points = set()
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo") as info:
+        for line in info:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            if point.startswith(prefix):
+                points.add(point)
+    return points
+
+
+def _parents(point: str, folder: str) -> list[str]:
+    """The folders between `folder` and `point`, `point` excluded."""
+    parents, path = [], os.path.dirname(point)
+    while path.startswith(folder.rstrip("/") + "/"):
+        parents.append(path)
+        path = os.path.dirname(path)
+    return parents
+
+
+def _clear(path: str, mounts: set[str], leads: set[str]) -> None:
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.path in mounts:
+                continue
+            with contextlib.suppress(OSError):
+                if entry.path in leads:
+                    _clear(entry.path, mounts, leads)
+                elif entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+
+
+def _left(path: str, mounts: set[str], leads: set[str]) -> bool:
+    """Whether anything but the sandbox's mounts and the folders leading to them is there."""
+    for name in os.listdir(path):
+        entry = os.path.join(path, name)
+        if entry in mounts:
+            continue
+        if entry not in leads or _left(entry, mounts, leads):
+            return True
     return False
 
 

@@ -744,3 +744,30 @@ def test_the_configuration_is_covered_where_the_prefix_is_seen_and_where_it_is(t
     assert command[command.index(str(tmp_path / "real" / "etc")) - 1] == "--tmpfs"
     assert command[command.index(str(tmp_path / "real" / "pip.conf")) - 2:][:2] == [
         "--ro-bind", "/dev/null"]
+
+
+def test_the_sweep_keeps_the_sandboxs_own_mounts_and_empties_the_rest(tmp_path, monkeypatch):
+    """A checkout under /tmp is bound into the sandbox's /tmp: the sweep must leave that mount
+    (and the folders leading to it) and still remove everything a student left, beside it too;
+    otherwise every sweep 'fails' and each student gets a fresh sandbox."""
+    from grader.sandbox import zygote
+
+    tmp = tmp_path / "tmp"
+    venv = tmp / "checkout" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("the interpreter")
+    (tmp / "checkout" / "left-behind").write_text("a student's file beside the mount")
+    (tmp / "left-behind-dir" / "inner").mkdir(parents=True)
+    (tmp / "left-behind-dir" / "inner" / "file").write_text("x")
+    monkeypatch.setattr(zygote, "_mounts_below", lambda folder: {str(venv)})
+    assert zygote._emptied(str(tmp))
+    assert (venv / "bin" / "python").read_text() == "the interpreter"
+    assert sorted(p.name for p in tmp.iterdir()) == ["checkout"]
+    assert sorted(p.name for p in (tmp / "checkout").iterdir()) == [".venv"]
+
+
+def test_mount_points_are_read_with_their_escapes_undone():
+    from grader.sandbox import zygote
+
+    points = zygote._mounts_below("/")
+    assert "/proc" in points or "/sys" in points, points
