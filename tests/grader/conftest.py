@@ -54,3 +54,11 @@ def self_attention_release(tmp_path_factory) -> tuple[Course, Path]:
     course = Course(tmp_path_factory.mktemp("sa") / "course", source=REPO / "assignments")
     folder = release(course, "self_attention")
     return course, folder / "self_attention.ipynb"
+
+
+@pytest.fixture
+def course(tmp_path) -> Course:
+    """A course whose one assignment, `hw`, has one notebook (nothing is released or run)."""
+    (tmp_path / "src" / "hw").mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "src" / "hw" / "hw.ipynb")
+    return Course(tmp_path / "course", source=tmp_path / "src")

@@ -17,7 +17,6 @@ import pytest
 from nbgrader.utils import parse_utc
 
 from grader import intake as intake_module
-from grader.course import Course
 from grader.feedback import _write_replacing
 from grader.intake import IntakeError, Limits, find_submissions, read_regular, take_in
 
@@ -29,14 +28,6 @@ def admit(course, assignment, student, folder, *limits):
     error, flags = intake_module.admit(course, assignment, student, folder, *limits)
     _FLAGS[(course.root, student)] = flags
     return error
-
-
-@pytest.fixture
-def course(tmp_path) -> Course:
-    """A course whose one assignment, `hw`, has one notebook (nothing is released or run)."""
-    (tmp_path / "src" / "hw").mkdir(parents=True)
-    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "src" / "hw" / "hw.ipynb")
-    return Course(tmp_path / "course", source=tmp_path / "src")
 
 
 @pytest.fixture

@@ -13,15 +13,7 @@ import nbformat
 import pytest
 
 from grader import intake
-from grader.course import Course
 from grader.intake import IntakeError, take_in
-
-
-@pytest.fixture
-def course(tmp_path) -> Course:
-    (tmp_path / "src" / "hw").mkdir(parents=True)
-    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "src" / "hw" / "hw.ipynb")
-    return Course(tmp_path / "course", source=tmp_path / "src")
 
 
 @pytest.fixture
