@@ -46,10 +46,11 @@ demo: $(STAMP) sandbox-tools bytecode
 ## The course on JupyterHub on this machine (root): an instructor and demo students as Unix
 ## users (printed with their passwords), nbgrader's exchange between them; http://127.0.0.1:8000.
 ## See README, "Running a course". Debian packages it needs: acl (setfacl), npm (the proxy),
-## python3.11-venv (the servers' Python).
+## python3.11-venv (the servers' Python), tini (reaps each server's orphans).
 hub-tools:
 	@missing=""; command -v setfacl >/dev/null || missing="$$missing acl"; \
 	command -v npm >/dev/null || missing="$$missing npm"; \
+	command -v tini >/dev/null || missing="$$missing tini"; \
 	/usr/bin/python3.11 -m venv --help >/dev/null 2>&1 && /usr/bin/python3.11 -c 'import ensurepip' \
 	  2>/dev/null || missing="$$missing python3.11-venv"; \
 	if [ -n "$$missing" ]; then \

@@ -36,6 +36,9 @@ def install(hub: Hub) -> dict[str, str]:
     if os.geteuid() != 0:
         raise RuntimeError("the hub needs root: it creates the course's Unix users and runs "
                            "each user's server as that user (sudo make hub)")
+    if shutil.which("tini") is None:
+        raise RuntimeError("tini is missing (apt-get install tini): each user's server runs "
+                           "under it, so that the orphans its processes leave are reaped")
     os.umask(0o022)
     folders.make_dir(hub.root, 0, 0, 0o755)
     folders.make_dir(hub.state, 0, 0, 0o700)

@@ -15,6 +15,12 @@ way The Littlest JupyterHub's SystemdSpawner does with a unit, without systemd:
 When the server stops, whatever is left in its group (a background process, an orphaned
 kernel) is killed; the same happens before a server starts again.
 
+Every server, confined or not, runs under Debian's `tini -s`, Docker's `--init`: a child
+subreaper that forwards signals to the server and reaps every orphan below it. Without it an
+orphan (a fork bomb's children once their parent exits, a kernel's stray process) is handed to
+the machine's first process, and in a container that process often reaps nothing: the zombies
+keep counting against the student's task limit until the server can start no thread at all.
+
 Users in `unconfined_users` (the instructor, who grades the class on their server) are started
 as LocalProcessSpawner does.
 """
@@ -63,23 +69,23 @@ class ConfinedSpawner(LocalProcessSpawner):
                                   self.tasks_limit, self.cpu_limit)
 
     def _wrapper(self) -> list[str]:
-        """unshare ... sh -c MOUNT_AND_DROP ..., up to the server's command."""
-        tools = {name: shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
-                 for name in ("unshare", "setpriv", "sh")}
-        missing = [name for name, path in tools.items() if path is None]
-        if missing:
-            raise RuntimeError(f"{', '.join(missing)} missing (util-linux): the students' "
-                               "servers are started through them")
+        """unshare ... sh -c MOUNT_AND_DROP ... tini -s --, up to the server's command."""
+        tools = _tools("unshare", "setpriv", "sh", "tini")
         user = pwd.getpwnam(self.user.name)
         return [tools["unshare"], "--mount", "--propagation", "private", "--",
                 tools["sh"], "-c", MOUNT_AND_DROP, "confine", str(self.tmp_size),
                 str(self.shm_size), tools["setpriv"], f"--reuid={user.pw_uid}",
                 f"--regid={user.pw_gid}", "--init-groups", "--inh-caps=-all",
-                "--bounding-set=-all", "--"]
+                "--bounding-set=-all", "--", tools["tini"], "-s", "--"]
 
     async def start(self):
         if not self._confined():
-            return await super().start()
+            cmd = self.cmd
+            self.cmd = [_tools("tini")["tini"], "-s", "--", *cmd]
+            try:
+                return await super().start()
+            finally:
+                self.cmd = cmd
         try:
             self._cgroup = self._group()
         except OSError as e:  # no cgroup hierarchy this process may write to
@@ -133,3 +139,13 @@ class ConfinedSpawner(LocalProcessSpawner):
         await super().stop(now=now)
         if self._confined():
             self._group().end()  # kernels, terminals, background processes: all of them
+
+
+def _tools(*names: str) -> dict[str, str]:
+    """The full paths of the programs a server is started through, or a clear error."""
+    tools = {name: shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin") for name in names}
+    missing = [name for name, path in tools.items() if path is None]
+    if missing:
+        raise RuntimeError(f"{', '.join(missing)} missing (apt-get install util-linux tini): "
+                           "the servers are started through them")
+    return tools

@@ -101,6 +101,13 @@ class Cgroup:
                     return int(line.split()[1])
         return 0
 
+    def tasks(self) -> int:
+        """The processes and threads the group is charged for now (pids.current), which counts
+        a zombie until its parent, or the subreaper it was handed to, reaps it."""
+        with contextlib.suppress(OSError, ValueError):
+            return int((self._dir("pids") / "pids.current").read_text())
+        return 0
+
     def peak_processes(self) -> int:
         with contextlib.suppress(OSError, ValueError):
             return int((self._dir("pids") / "pids.events").read_text().split()[-1])

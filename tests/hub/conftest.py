@@ -82,7 +82,7 @@ def _missing() -> str | None:
     if os.geteuid() != 0:
         return "the hub needs root (Unix users, servers run as them)"
     for tool, package in (("bwrap", "bubblewrap"), ("npm", "npm"), ("setfacl", "acl"),
-                          ("runuser", "util-linux")):
+                          ("tini", "tini"), ("runuser", "util-linux")):
         if shutil.which(tool) is None:
             return f"{tool} is missing (apt-get install {package}; `make hub-tools`)"
     return None
