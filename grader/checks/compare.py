@@ -85,7 +85,19 @@ def _plain(value, depth: int = 0):
         return [_plain(v, depth + 1) for v in value]
     if type(value).__module__ == "numpy" and hasattr(value, "tolist"):  # arrays, any dtype
         return _plain(value.tolist(), depth + 1)
+    if _is_remote_array(value):  # in autograde: an array of objects stays in the student's
+        return _plain(value.tolist(), depth + 1)  # process (the codec sends only numbers)
     return as_number(value)
+
+
+def _is_remote_array(value) -> bool:
+    """A handle on a numpy array the sandbox's codec could not send as data: one of objects
+    (numpy makes a list of Fractions or Decimals one). Its `tolist()`, asked of the student's
+    process, comes back as a list of numbers or of handles on numbers, which `as_number`
+    reads; so autograde takes every form `grader check` (which holds the array itself) takes."""
+    from grader.sandbox.remote import Remote
+
+    return isinstance(value, Remote) and value._ref.type == "ndarray"
 
 
 def as_matrix(value, shape, what: str) -> torch.Tensor:

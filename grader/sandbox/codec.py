@@ -96,8 +96,8 @@ def encode(value, to_ref, depth: int = 0):
                 "v": [encode(v, to_ref, depth + 1) for v in value]}
     if _is_numpy_array(value):
         return {**encode_tensor(torch.from_numpy(value.copy())), "T": "ndarray"}
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):  # numpy scalars
-        return encode(value.item(), to_ref, depth + 1)
+    if isinstance(value, np.generic):  # numpy scalars (an array of objects is not one: it
+        return encode(value.item(), to_ref, depth + 1)  # goes as a reference, below)
     if isinstance(value, torch.dtype):
         return {"T": "dtype", "v": str(value).removeprefix("torch.")}
     if isinstance(value, torch.device):

@@ -381,6 +381,17 @@ FORMS = [
     m("form_fractions", BH, "answer_A", "A = " + A_SOURCE, FR + "A = [[Fr(1, 14), Fr(9, 22), "
       "Fr(1, 6), Fr(3, 6)], [Fr(9, 14), Fr(9, 22), Fr(3, 6), Fr(1, 6)],\n     [Fr(1, 14), "
       "Fr(3, 22), Fr(1, 6), Fr(1, 6)], [Fr(3, 14), Fr(1, 22), Fr(1, 6), Fr(1, 6)]]", None),
+    # numpy makes an array of Fractions or Decimals one of objects, which the sandbox cannot
+    # send as numbers: read through the student's process (grader.checks.compare)
+    m("form_numpy_fractions", BH, "answer_A", "A = " + A_SOURCE,
+      "import numpy as np\n" + FR + "A = np.array([[Fr(1, 14), Fr(9, 22), Fr(1, 6), Fr(3, 6)],"
+      "\n     [Fr(9, 14), Fr(9, 22), Fr(3, 6), Fr(1, 6)], [Fr(1, 14), Fr(3, 22), Fr(1, 6), "
+      "Fr(1, 6)],\n     [Fr(3, 14), Fr(1, 22), Fr(1, 6), Fr(1, 6)]])", None),
+    m("form_numpy_decimals", BH, "answer_Z", "Z = " + Z_SOURCE,
+      "import numpy as np\nfrom decimal import Decimal as D\n"
+      "Z = np.array([[D('1.64'), D('1.41'), D('1.50'), D('1.17')],\n"
+      "     [D('0.71'), D('0.82'), D('0.67'), D('0.67')],\n"
+      "     [D('-0.57'), D('-0.27'), D('-0.33'), D('0.00')]], dtype=object)", None),
     m("form_decimals", BH, "answer_Z", "Z = " + Z_SOURCE,
       "from decimal import Decimal as D\nZ = [[D('1.64'), D('1.41'), D('1.50'), D('1.17')],\n"
       "     [D('0.71'), D('0.82'), D('0.67'), D('0.67')],\n"

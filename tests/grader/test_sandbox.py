@@ -171,6 +171,34 @@ def test_a_student_function_runs_in_the_worker_and_returns_data(session):
     assert pid != os.getpid(), "the student's code ran in the grader's process"
 
 
+@pytest.mark.parametrize("typed", [
+    "[[Fr(1, 2), Fr(1, 3)], [Fr(2, 3), Fr(1, 4)]]",  # a list of Fractions
+    "np.array([[Fr(1, 2), Fr(1, 3)], [Fr(2, 3), Fr(1, 4)]])",  # numpy: an array of objects
+    "np.array([[D('0.5'), Fr(1, 3)], [D('0.6666666666666666'), 0.25]], dtype=object)",
+    "np.array([[0.5, 1/3], [2/3, 0.25]], dtype=np.float32)",
+    "[[np.float64(0.5), np.int64(1) / 3], [Fr(2, 3), np.float16(0.25)]]",
+])
+def test_every_typed_in_form_grader_check_reads_crosses_the_sandbox(session, typed):
+    """What `grader check` reads in the student's kernel, the judge reads across the boundary:
+    numpy makes a list of Fractions an array of objects, which stays in the student's process
+    and is read through it (before, the codec took it for a numpy scalar and it could not be
+    read at all)."""
+    from grader.checks.compare import as_matrix
+
+    reply = session.request({"op": "run", "source": "from fractions import Fraction as Fr\n"
+                             f"from decimal import Decimal as D\nimport numpy as np\nA = {typed}"})
+    assert reply["error"] is None, reply["error"]
+    across = as_matrix(Link(session).get("A"), (2, 2), "A")
+    from decimal import Decimal as D  # noqa: F401
+    from fractions import Fraction as Fr  # noqa: F401
+
+    import numpy as np  # noqa: F401 - the same text, evaluated here as `check` holds it
+    here = as_matrix(eval(typed), (2, 2), "A")
+    assert torch.allclose(across, here, atol=1e-3) and across.dtype == torch.float64
+    assert torch.allclose(across, torch.tensor([[0.5, 1 / 3], [2 / 3, 0.25]],
+                                               dtype=torch.float64), atol=1e-3)
+
+
 def test_gradients_cross_the_boundary(session):
     session.request({"op": "run", "source": "def f(x):\n    return (x ** 2).sum()"})
     x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
