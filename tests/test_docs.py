@@ -138,3 +138,21 @@ def test_readme_is_a_front_door():
     for page in ("docs/students.md", "docs/instructors.md", "docs/hub.md",
                  "docs/self-learners.md", "docs/contributing.md"):
         assert f"]({page})" in readme, f"README does not link {page}"
+
+
+def test_the_architecture_page_names_every_module_and_nothing_gone():
+    """docs/architecture.md is the map of grader/: every module is on it (a new one must be
+    placed), and every path it names is in the repository (a moved one must be updated)."""
+    page = (REPO / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`((?:grader|solutions|lectures|assignments)/[\w/.-]*)`", page))
+    gone = sorted(p for p in named if "NAME" not in p and not (REPO / p.rstrip("/")).exists())
+    assert not gone, f"docs/architecture.md names paths that do not exist: {gone}"
+    modules = sorted(str(p.relative_to(REPO)) for p in (REPO / "grader").rglob("*.py")
+                     if p.name not in ("__init__.py", "__main__.py")
+                     and "__pycache__" not in p.parts)
+    # grader/checks/ and grader/hub/ are each described in one paragraph, by file name
+    bare = set(re.findall(r"`(\w+\.py)`", page))
+    in_folder = {m for m in modules if Path(m).parent.name in ("checks", "hub")
+                 and Path(m).name in bare}
+    missing = [m for m in modules if m not in page and m not in in_folder]
+    assert not missing, f"modules of grader/ that docs/architecture.md does not place: {missing}"
