@@ -21,7 +21,7 @@ from .properties import (
     expect_rows_sum_to_one,
     expect_zero_where_masked,
 )
-from .reference import all_cases, compare_gradients, compare_outputs
+from .reference import all_cases, compare_gradients, compare_outputs, load_weights
 
 __all__ = [
     "CheckFailure",
@@ -39,6 +39,7 @@ __all__ = [
     "expect_tensor",
     "expect_zero_where_masked",
     "forbidden_builtins",
+    "load_weights",
 ]
 
 # In a notebook (an IPython kernel), a failing check shows its message, not a traceback.

@@ -133,8 +133,8 @@ def differences(actual, expected, atol=None, rtol=None) -> str | None:
     actual, expected = actual.detach(), expected.detach()
     if actual.numel() == 0:
         return None
-    if not expected.is_floating_point():  # masks and indices: exact
-        actual, expected, atol, rtol = actual.double(), expected.double(), 0.0, 0.0
+    if not expected.is_floating_point():  # masks, indices and tokens: compared exactly
+        return _exact_differences(actual, expected)
     # The usual case first: every error finite and within the bound, in isclose's own
     # arithmetic (the bound made finite: an infinite error is never within it). A NaN or an
     # infinity anywhere fails this test and goes on to isclose, which has the last word.
@@ -157,6 +157,25 @@ def differences(actual, expected, atol=None, rtol=None) -> str | None:
     e, a = fmt_pair(float(expected[where]), float(actual[where]))
     return (f"is wrong at {int((~close).sum())} of {close.numel()} entries. Largest error "
             f"{float(error[where]):.3g} at index {_fmt_index(where)}: expected {e}, got {a}")
+
+
+def _exact_differences(actual, expected) -> str | None:
+    """Integers and booleans (tokens, indices, masks) are right or wrong, never near: the
+    message names the positions and the values, not an error of so much."""
+    if actual.dtype != expected.dtype:
+        actual, expected = actual.double(), expected.double()
+    wrong = actual.ne(expected)
+    if not bool(wrong.any()):
+        return None
+    first = tuple(wrong.nonzero()[0].tolist())
+    rows = ""
+    if wrong.dim() == 2 and wrong.size(0) > 1:
+        bad_rows = wrong.any(dim=1).nonzero().flatten().tolist()
+        rows = f" (in row{'s' if len(bad_rows) > 1 else ''} " + ", ".join(
+            map(str, bad_rows[:8])) + (", ..." if len(bad_rows) > 8 else "") + ")"
+    return (f"is wrong at {int(wrong.sum())} of {wrong.numel()} entries{rows}; the first at "
+            f"index {_fmt_index(first)}: expected {expected[first].item()}, got "
+            f"{actual[first].item()}")
 
 
 def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
@@ -218,12 +237,19 @@ def expect_close(actual, expected: torch.Tensor, what: str, *, likely_causes=Non
 
 
 def _precision_note(actual, expected, atol, rtol) -> str:
-    """For float64 answers right to float32's tolerance only, that fact: float32 arithmetic
-    somewhere would explain it, and so would a slip of that size, so it names neither."""
+    """For float64 answers that are close everywhere but not within float64's tolerance, that
+    fact, measured; and that the values were computed in float32 only when they show it (every
+    entry a float32 number). Closeness alone names no cause: a changed constant (an eps used
+    as a floor) and float32 arithmetic followed by float64 steps look the same."""
     if expected.dtype != torch.float64 or atol is not None or rtol is not None:
         return ""
     if differences(actual, expected, *TOLERANCES[torch.float32]) is not None:
         return ""
-    f32, f64 = TOLERANCES[torch.float32][1], TOLERANCES[torch.float64][1]
-    return (f"\nThese float64 values agree with the expected ones to float32's tolerance ({f32:g} "
-            f"relative), not to float64's ({f64:g}), which float64 inputs are graded to.")
+    (a32, r32), (a64, r64) = TOLERANCES[torch.float32], TOLERANCES[torch.float64]
+    note = (f"\nEvery value is within {a32:g} + {r32:g}·|expected| of the expected one, but "
+            f"float64 answers are graded to {a64:g} + {r64:g}·|expected|.")
+    if actual.numel() >= 4 and bool(torch.equal(actual.float().double(), actual)):
+        note += ("\nEvery entry is a float32 number: these values were computed in float32 "
+                 "and then converted (a float32 tensor or constant, or torch.tensor(...) "
+                 "without dtype=, somewhere on the way).")
+    return note

@@ -203,6 +203,9 @@ def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output"
             _raise_first(active)
         raise
     message = _first_difference(got, expected, names, what, _describe(inputs, case))
+    if message is not None:
+        message = _not_repeatable(student_fn, inputs, what, case, forbidden, attention,
+                                  got) or message
     record = _Case(got, expected, message)
     if likely_causes:  # the mistakes' outputs, worked out only if some case of the block fails
         def predict():
@@ -220,6 +223,26 @@ def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output"
         active.append(record)
     else:
         _raise_first([record])
+
+
+def _not_repeatable(student_fn, inputs, what, case, forbidden, attention, got) -> str | None:
+    """When the student's outputs are wrong, whether a second call on the same inputs gives
+    other outputs: then what is wrong is that they depend on something besides the inputs, and
+    the numbers of one call would only mislead (dropout left on in evaluation mode shows as
+    "row sums to 0.435"). Seen, not guessed: two calls, compared exactly."""
+    try:
+        again = run_student(student_fn, inputs, what, case, forbidden, attention)
+    except CheckFailure:
+        return None
+    if len(again) == len(got) and all(
+            not isinstance(a, torch.Tensor) or not isinstance(g, torch.Tensor)
+            or unchanged(g, a) for a, g in zip(again, got, strict=True)):
+        return None
+    where = _describe(inputs, case)
+    return (f"{what} gave different outputs on two calls with the same inputs{_in(where)}: "
+            "they depend on something besides the inputs, either random numbers (dropout "
+            "still active in evaluation mode, or a torch.rand... call) or state kept from an "
+            "earlier call. Make the output a function of the inputs (and the weights) alone.")
 
 
 def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
@@ -275,3 +298,51 @@ def _parameter_grads(params) -> dict:
     if isinstance(params, torch.nn.Module):
         params = dict(params.named_parameters())
     return {name: p.grad for name, p in params.items()}
+
+
+def load_weights(module, state: dict, what: str) -> None:
+    """Give the student's module the reference's weights (`state`, a state dict). When the two
+    do not fit, fail saying which parameters differ, by name and by shape, worked out here from
+    both state dicts (PyTorch's own error text comes from the student's process, and reads as a
+    traceback: "size mismatch for linear1.weight: copying a param with shape...")."""
+    try:
+        theirs = module.state_dict()
+    except Exception as e:  # noqa: BLE001 - the student's module: any failure is theirs
+        raise _explain_error(f"{what}.state_dict()", e, "") from None
+    if isinstance(theirs, dict) and all(isinstance(v, torch.Tensor) for v in theirs.values()):
+        misfit = _misfit({k: tuple(v.shape) for k, v in theirs.items()},
+                         {k: tuple(v.shape) for k, v in state.items()})
+        if misfit:
+            raise CheckFailure(
+                f"{what}'s parameters do not fit the reference's, so the reference's weights "
+                "cannot be given to yours to compare the two:\n" + "\n".join(misfit)
+                + "\nBuild each layer from the constructor's arguments (its sizes), under the "
+                "names the exercise gives.")
+    try:
+        module.load_state_dict(state)
+    except Exception as e:  # noqa: BLE001
+        raise CheckFailure(f"the reference's weights could not be loaded into {what} "
+                           f"({type(e).__name__}); keep the layer names the exercise gives"
+                           ) from None
+
+
+def _misfit(theirs: dict, ours: dict, most: int = 6) -> list[str]:
+    """Lines naming each parameter whose shape differs, each one missing and each extra."""
+    lines = [f"  {name}: shape {_shape(theirs[name])} in yours, {_shape(ours[name])} expected"
+             for name in ours if name in theirs and theirs[name] != ours[name]]
+    missing = [name for name in ours if name not in theirs]
+    extra = [name for name in theirs if name not in ours]
+    if missing:
+        lines.append("  missing from yours: " + _names(missing, most))
+    if extra:
+        lines.append("  in yours, not in the reference: " + _names(extra, most))
+    return lines[:most] + ([f"  ... and {len(lines) - most} more"] if len(lines) > most else [])
+
+
+def _shape(shape: tuple) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")"
+
+
+def _names(names: list[str], most: int) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most
+                                      else "")

@@ -239,6 +239,10 @@ MISTAKES = [
       "(torch.sqrt(var) + self.eps)", "ln_eps_outside"),
     m("layernorm_no_eps", TF, "layernorm", "torch.sqrt(var + self.eps)", "torch.sqrt(var)",
       "ln_no_eps"),
+    # eps as a floor under the variance: the same as no eps wherever the variance is above
+    # eps, so no cause may be named (a case with every variance below eps tells them apart)
+    m("layernorm_eps_floor", TF, "layernorm", "torch.sqrt(var + self.eps)",
+      "torch.sqrt(var.clamp(min=self.eps))", None),
     m("layernorm_no_affine", TF, "layernorm", LN_OUT, "(x - mean) / torch.sqrt(var + self.eps)",
       "ln_no_affine"),
     m("layernorm_no_mean", TF, "layernorm", LN_OUT,
@@ -270,6 +274,10 @@ MISTAKES = [
     no_device("positions_on_cpu", TF, "decoder", "torch.arange(idx.size(1), device=idx.device)"),
     m("no_final_norm", TF, "decoder", "self.lm_head(self.ln_f(x))", "self.lm_head(x)",
       "no_final_norm"),
+    # the cell's given constructor edited: the weights cannot be loaded (the message lists
+    # each parameter whose shape differs, grader.checks.load_weights)
+    m("block_mlp_width", TF, "block", "self.mlp = MLP(d_model, d_ff, dropout)",
+      "self.mlp = MLP(d_model, 4 * d_model, dropout)", None),
     m("greedy_first_position", TF, "greedy", "logits[:, -1]", "logits[:, 0]",
       "greedy_first_position"),
     m("greedy_no_crop", TF, "greedy", "model(idx[:, -model.max_len:])", "model(idx)", None),

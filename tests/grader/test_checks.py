@@ -47,12 +47,21 @@ def test_float64_holds_a_float32_constant_and_says_when_only_float32_precision_i
     expected = torch.softmax(q @ k.T / math.sqrt(8), dim=-1)
     one_constant = torch.softmax(q @ k.T / torch.tensor(8).sqrt(), dim=-1)  # sqrt in float32
     expect_close(one_constant, expected, "weights")  # passes: one constant rounded to float32
-    in_float32 = expected.float().double() * (1 + 3e-6)  # float32-sized errors everywhere
-    with pytest.raises(CheckFailure, match="to float32's tolerance"):
+    # close everywhere, computed in float64 (an eps floor, a constant a little off): the
+    # closeness is said, float32 is not named
+    close = expected * (1 + 3e-6)
+    with pytest.raises(CheckFailure) as failure:
+        expect_close(close, expected, "weights")
+    assert "Every value is within 1e-05 + 0.0001·|expected|" in str(failure.value)
+    assert "float32" not in str(failure.value), str(failure.value)
+    # the same, with every entry a float32 number: the values show where they were computed
+    in_float32 = (expected * (1 + 3e-6)).float().double()
+    with pytest.raises(CheckFailure, match="Every entry is a float32 number"):
         expect_close(in_float32, expected, "weights")
     with pytest.raises(CheckFailure) as gross:
         expect_close(expected + 0.1, expected, "weights")
-    assert "float32's tolerance" not in str(gross.value)
+    assert "Every value is within" not in str(gross.value)
+    assert "float32" not in str(gross.value)
 
 
 @pytest.mark.parametrize("actual, message", [
@@ -345,3 +354,83 @@ def test_a_cause_is_named_only_if_its_variant_also_gives_what_the_student_passed
                 for x in (torch.tensor([1.0, 1.5]), torch.tensor([3.0, 4.0])):
                     compare_outputs(student, reference, (x,), "f", likely_causes=causes)
         assert named_causes(str(failure.value)) == named, str(failure.value)
+
+
+def test_tokens_and_indices_are_compared_as_positions_and_values_not_as_errors():
+    """Integers are right or wrong: the message names how many, the rows, the first position
+    and both values, never "largest error 8" (which reads as arithmetic)."""
+    expected = torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8], [1, 1, 1, 1]])
+    got = expected.clone()
+    got[1, 2], got[2, 0] = 0, 9
+    with pytest.raises(CheckFailure) as failure:
+        expect_close(got, expected, "tokens chosen by 6 greedy steps")
+    message = str(failure.value)
+    assert "is wrong at 2 of 12 entries (in rows 1, 2)" in message, message
+    assert "the first at index [1, 2]: expected 7, got 0" in message, message
+    assert "error" not in message.lower(), message
+    expect_close(expected.clone(), expected, "the same tokens")  # and equal ones pass
+
+
+class _Noisy(torch.nn.Module):
+    """Dropout left on in evaluation mode: a different output at every call."""
+
+    def forward(self, x):
+        return torch.nn.functional.dropout(torch.softmax(x, dim=-1), p=0.5)
+
+
+class _Shifted(torch.nn.Module):
+    """Wrong, but the same at every call."""
+
+    def forward(self, x):
+        return torch.softmax(x, dim=-1) + 0.1
+
+
+def test_outputs_that_change_between_two_calls_are_named_as_such():
+    """A wrong answer that also changes between two calls on the same input is reported as
+    depending on something besides its inputs, not by one call's numbers; a wrong answer that
+    is repeatable keeps its numbers, and the second call is made only when something is wrong."""
+    x = torch.randn(3, 5, dtype=torch.float64)
+
+    def reference(x):
+        return torch.softmax(x, dim=-1)
+
+    with pytest.raises(CheckFailure, match="different outputs on two calls with the same "
+                                           "inputs.*random numbers.*state kept"):
+        compare_outputs(_Noisy().eval(), reference, (x,), "attention weights")
+    with pytest.raises(CheckFailure) as failure:
+        compare_outputs(_Shifted(), reference, (x,), "attention weights")
+    assert "two calls" not in str(failure.value) and "is wrong at 15 of 15" in str(failure.value)
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return reference(x)
+
+    compare_outputs(counted, reference, (x,), "attention weights")
+    assert len(calls) == 1, "a right answer was called twice"
+
+
+def test_weights_that_do_not_fit_are_named_by_parameter_and_shape():
+    """A module built with a wrong width, a missing layer or an extra one: the failure lists
+    each parameter that does not fit, computed from both state dicts, with advice; never
+    PyTorch's size-mismatch traceback."""
+    from grader.checks import load_weights
+
+    ref = solutions.MLP(12, 48)
+    narrow = solutions.MLP(12, 32)
+    with pytest.raises(CheckFailure) as failure:
+        load_weights(narrow, ref.state_dict(), "MLP")
+    message = str(failure.value)
+    assert "linear1.weight: shape (32, 12) in yours, (48, 12) expected" in message, message
+    assert "linear2.weight: shape (12, 32) in yours, (12, 48) expected" in message, message
+    assert "constructor's arguments" in message and "size mismatch" not in message
+    renamed = torch.nn.Module()
+    renamed.fc1, renamed.linear2 = torch.nn.Linear(12, 48), torch.nn.Linear(48, 12)
+    with pytest.raises(CheckFailure) as failure:
+        load_weights(renamed, ref.state_dict(), "MLP")
+    assert "missing from yours: linear1.weight, linear1.bias" in str(failure.value)
+    assert "in yours, not in the reference: fc1.weight, fc1.bias" in str(failure.value)
+    fits = solutions.MLP(12, 48)
+    load_weights(fits, ref.state_dict(), "MLP")
+    assert all(torch.equal(a, b) for a, b in zip(fits.state_dict().values(),
+                                                 ref.state_dict().values(), strict=True))
