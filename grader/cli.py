@@ -1,5 +1,5 @@
-"""`python -m grader`: release, collect, autograde, feedback, report, export, check, demo, lab,
-hub."""
+"""`python -m grader`: release, collect, autograde, feedback, report, export, roster, check,
+demo, lab, hub."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ exit status:
   {DONE}  everything was done (autograde: every submission graded)
   {INCOMPLETE}  ran to its end, but not everything could be done: autograde: some
      submissions could not be graded (their ERROR rows: the student's problem);
+     collect --from: a file of the archive was not taken in (its line says why);
      feedback: a page not delivered or published; check: a test fails or
      did not run, or a cell raised an error or was stopped; demo: a sample
      student's score is not the expected one
@@ -77,6 +78,10 @@ def cmd_release(args) -> int:
     _known(course, *args.assignments)
     for assignment in args.assignments or course.assignments():
         print(f"{assignment}: student version in {release(course, assignment, due=args.due)}")
+        if args.late_penalty is not None:
+            from grader.late import set_late_penalty
+
+            print(f"{assignment}: {set_late_penalty(course, assignment, args.late_penalty)}")
         if args.publish:
             print(f"{assignment}: published to {publish(course, assignment)}, where "
                   "students fetch it")
@@ -96,9 +101,21 @@ def _due(text: str):
     return due.replace(tzinfo=UTC) if due.tzinfo is None else due
 
 
+def _late_penalty(text: str):
+    """A late-penalty rule (grader.late.LatePolicy): '10%/day,max=50%', 'zero', 'none'."""
+    from grader.late import LatePolicy
+
+    try:
+        return LatePolicy.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def cmd_collect(args) -> int:
     course = _course(args)
     _known(course, args.assignment)
+    if args.archive or args.lms or args.roster:
+        return _collect_archive(args, course)
     from grader.collect import collect, record_path
 
     record = collect(course, args.assignment)
@@ -114,6 +131,36 @@ def cmd_collect(args) -> int:
     print(f"Collected into {course.submitted}/STUDENT/{args.assignment}/ (the record: "
           f"{record_path(course, args.assignment)}); next: python -m grader autograde "
           f"{args.assignment}")
+    return DONE
+
+
+def _collect_archive(args, course: Course) -> int:
+    """collect --from: the archive of Canvas's or Moodle's submissions (collect_archive.py)."""
+    from grader.collect_archive import LMSES, collect_archive, summary
+
+    if not (args.archive and args.lms):
+        raise ValueError("--lms and --roster go with --from ARCHIVE, and --from needs --lms "
+                         "canvas or --lms moodle (the LMS the archive was downloaded from)")
+    rules = LMSES[args.lms]
+    if not args.roster:
+        raise ValueError(f"--from needs --roster: the names in {rules.LMS}'s archive carry "
+                         f"{rules.LMS}'s {rules.NUMBER}, not the student's login; download "
+                         f"{rules.ROSTER}, and give it as --roster")
+    for path in (args.archive, args.roster):
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"no file {path}")
+    done = collect_archive(course, args.assignment, Path(args.archive), args.lms,
+                           Path(args.roster))
+    print(f"Took in {shown(args.assignment)} from {rules.LMS}'s archive "
+          f"{shown(args.archive)}, the students of {shown(args.roster)}:")
+    for line in summary(done):
+        print(line)
+    print(f"Taken into {course.submitted}/STUDENT/{args.assignment}/ (the record: "
+          f"{done.record}); next: python -m grader autograde {args.assignment}")
+    if not done.complete:
+        print("Not everything in the archive was taken in: see the lines above (exit status 1)",
+              file=sys.stderr)
+        return INCOMPLETE
     return DONE
 
 
@@ -160,14 +207,19 @@ def cmd_autograde(args) -> int:
 
         collected_submissions(course, args.assignment,
                               load_record(course, args.assignment)["students"])
+    from grader.late import load_policy
+
+    late = load_policy(course.root, args.assignment)  # the instructor's late penalty, if any
     try:
         confined = confinement(args.unconfined)
     except IsolationUnavailable as e:
         print(f"error: {shown(e)}", file=sys.stderr)
         return STOPPED
     print(f"Autograding {shown(args.assignment)} from "
-          f"{shown(submissions or 'what was collected from the exchange')}")
+          f"{shown(submissions or 'what `collect` took in (the exchange, or an LMS archive)')}")
     print(f"  isolation: {confined.describe()}")
+    if late is not None:
+        print(f"  late penalty: {late.describe()} (`release --late-penalty` changes it)")
     start = time.monotonic()
     results = autograde(course, args.assignment, submissions, limits=limits,
                         workers=args.workers, scheduler=args.scheduler, force=args.force,
@@ -297,6 +349,31 @@ def cmd_export(args) -> int:
     return DONE
 
 
+def cmd_roster(args) -> int:
+    from grader.roster import described, import_roster
+
+    course = _course(args)
+    outcome = import_roster(course, Path(args.roster), args.format)
+    for what, entries in (("added", outcome.added), ("updated", outcome.updated)):
+        for entry in entries:
+            print(f"  {shown(entry.id):<12} {what}: {shown(described(entry.fields)) or '-'}")
+    for row, why in outcome.rejected:
+        print(f"  row {row}: REJECTED: {shown(why)}")
+    if outcome.not_on_roster:
+        print(f"warning: {len(outcome.not_on_roster)} student(s) in the gradebook are not on "
+              f"this roster (left as they are): {shown(', '.join(outcome.not_on_roster))}")
+    print(f"Roster {shown(args.roster)} ({outcome.format} format): {len(outcome.added)} added, "
+          f"{len(outcome.updated)} updated, {len(outcome.unchanged)} unchanged, "
+          f"{len(outcome.rejected)} rejected.")
+    print(f"Students in the gradebook ({_gradebook_named(course)}); next: python -m grader "
+          "export")
+    if outcome.rejected:
+        print(f"{len(outcome.rejected)} row(s) rejected: see their REJECTED lines above "
+              "(exit status 1)", file=sys.stderr)
+        return INCOMPLETE
+    return DONE
+
+
 def cmd_check(args) -> int:
     from grader.check import report, run_visible_tests
 
@@ -390,12 +467,28 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--due", type=_due, help="due date, e.g. '2026-12-01 17:00' (UTC unless a "
                                             "zone is given); later submissions are marked late "
                                             "(default: none)")
+    s.add_argument("--late-penalty", type=_late_penalty, metavar="RULE",
+                   help="points taken from late submissions at every autograde of it, a "
+                        "percentage per started day or hour late: '10%%/day', "
+                        "'10%%/day,max=50%%', '2%%/hour', 'zero' (a late submission scores 0), "
+                        "'none' (remove the rule) (default: the rule set before, else none)")
     s.add_argument("--publish", action="store_true",
                    help="also put it in the exchange, where students fetch it")
     s.set_defaults(run=cmd_release)
 
-    s = _command(sub, "collect", "take the latest submissions in from the exchange")
+    s = _command(sub, "collect", "take the latest submissions in from the exchange, or from "
+                                 "the archive Canvas or Moodle downloads",
+                 epilog=EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("assignment")
+    s.add_argument("--from", dest="archive", metavar="ARCHIVE",
+                   help="the .zip of the assignment's submissions downloaded from the LMS "
+                        "(Canvas: Download Submissions; Moodle: Download all submissions) "
+                        "(default: none, nbgrader's exchange)")
+    s.add_argument("--lms", choices=("canvas", "moodle"),
+                   help="the LMS the archive comes from (default: none; needed with --from)")
+    s.add_argument("--roster", help="with --from, who each file's LMS number is: Canvas: the "
+                                    "gradebook export; Moodle: the assignment's grading "
+                                    "worksheet (default: none; needed with --from)")
     s.set_defaults(run=cmd_collect)
 
     s = _command(sub, "autograde", "grade submitted notebooks", epilog=EXIT_STATUSES,
@@ -403,7 +496,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("assignment")
     s.add_argument("--submissions",
                    help="folder laid out as STUDENT/ASSIGNMENT/NOTEBOOK.ipynb (default: what "
-                        "`collect` took in from the exchange)")
+                        "`collect` took in, from the exchange or an LMS's archive)")
     s.add_argument("--cell-timeout", type=_positive(float),
                    help="seconds of CPU time allowed per cell (and per call from a test); a "
                         "cell that waits or sleeps is stopped at 3 times that in wall-clock "
@@ -452,6 +545,15 @@ def parser() -> argparse.ArgumentParser:
                                     "are matched on SIS Login ID, SIS User ID or ID (default: "
                                     "none)")
     s.set_defaults(run=cmd_export)
+
+    s = _command(sub, "roster", "students' names and emails into the gradebook, from a "
+                                "roster CSV (nbgrader's, or exported from Canvas or Moodle)")
+    s.add_argument("roster", help="the CSV file: nbgrader's (id,first_name,last_name,email), "
+                                  "Canvas's gradebook export, or Moodle's with Username")
+    s.add_argument("--format", choices=("auto", "nbgrader", "canvas", "moodle"),
+                   default="auto", help="which roster it is (default: %(default)s, told by "
+                                        "its columns)")
+    s.set_defaults(run=cmd_roster)
 
     s = _command(sub, "check", "(students) run a notebook's visible tests", course=False)
     s.add_argument("notebook")

@@ -131,6 +131,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
     )
 
     from grader.html_safety import exporter_config
+    from grader.late import LateRule
     from grader.preprocessors import (
         CheckCellMetadata,
         FeedbackGrades,
@@ -183,10 +184,15 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
         AssignLatePenalties,
         CheckCellMetadata,
     ]
+    # nbgrader's late-penalty step with the instructor's rule for the assignment
+    # (`release --late-penalty`, kept in the course directory): grader/late.py.
+    c.AssignLatePenalties.plugin_class = "grader.late.LatePenalty"
+    c.LatePenalty.course_root = c.LateRule.course_root = str(course.root)
     # Feedback must not show the hidden tests (nbgrader issue #917): drop their code and
     # shorten tracebacks (which would quote it) to the message written for the student.
     c.GenerateFeedback.preprocessors = [
         FeedbackGrades,  # nbgrader's GetGrades, and each graded cell's name and state
+        LateRule,  # how late, and the rule that took points (grader/late.py)
         ClearHiddenTests,
         ShortTracebacks,
         CSSHTMLHeaderPreprocessor,

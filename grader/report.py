@@ -2,8 +2,8 @@
 
 One self-contained HTML page (grader/templates/report.html.j2) with the distribution of autograded
 scores, each test's failure rate (which idea the class found hard), the likely causes the checks
-named most often, and every submission that could not be graded, with links to the students'
-feedback pages.
+named most often, every submission that could not be graded, the late submissions with the
+points the instructor's rule took (grader/late.py), and links to the students' feedback pages.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from nbgrader.api import Gradebook, MissingEntry  # noqa: E402
 from grader.checks.causes import CAUSES, named_causes  # noqa: E402
 from grader.course import COURSE_ID, Course, setup_process  # noqa: E402
 from grader.html_safety import STATIC_PAGE_POLICY, meta_policy  # noqa: E402
+from grader.late import lateness, load_policy  # noqa: E402
 from grader.status import load_run, load_status  # noqa: E402
 
 
@@ -67,6 +68,37 @@ def collect(course: Course, assignment: str):
                     stats.failed += (grade.auto_score or 0) < grade.max_score
     causes = count_causes(course.autograded.glob(f"*/{assignment}/*.ipynb"))
     return scores, auto_max, list(tests.values()), causes, errors, flags
+
+
+@dataclass
+class Late:
+    """The class's late submissions: the instructor's rule, the due date, and each late
+    student's lateness and the points nbgrader's late step took (grader/late.py)."""
+
+    rule: str
+    due: str
+    students: list[tuple[str, str, float]]  # (student, how late, points taken)
+
+
+def late_submissions(course: Course, assignment: str, students) -> Late | None:
+    """The report's late section; None when the assignment has no rule and no one was late."""
+    policy = load_policy(course.root, assignment)
+    rows = []
+    with Gradebook(course.db_url, COURSE_ID) as gb:
+        due = gb.find_assignment(assignment).duedate
+        for student in students:
+            try:
+                sub = gb.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            if sub.total_seconds_late > 0:
+                rows.append((student, lateness(sub.total_seconds_late, policy),
+                             sub.late_submission_penalty))
+    if policy is None and not rows:
+        return None
+    return Late(policy.describe() if policy else "no late penalty (late submissions are "
+                "marked late, no points taken)",
+                f"{due:%Y-%m-%d %H:%M} UTC" if due else "no due date", rows)
 
 
 def count_causes(notebooks) -> Counter:
@@ -132,6 +164,7 @@ def report(course: Course, assignment: str, to: Path, feedback_dir: Path | None 
         causes=[(CAUSES.get(c, c), n) for c, n in causes.most_common(10)],
         flags=[(s, f) for s, fs in sorted(flags.items()) for f in fs],
         conditions=load_run(course.root, assignment).get("conditions", []),
+        late=late_submissions(course, assignment, sorted(scores)),
         students=[(s, v, _feedback_href(s, to, feedback_dir)) for s, v in sorted(scores.items())])
     to.parent.mkdir(parents=True, exist_ok=True)
     to.write_text(page)

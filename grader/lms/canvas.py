@@ -1,4 +1,5 @@
-"""Canvas: a CSV for the Gradebook's import (Grades > Import).
+"""Canvas: a CSV for the Gradebook's import (Grades > Import); and the names in the archive of
+an assignment's "Download Submissions" (`archive_member`, `people`: grader.lms.archive).
 
 The format is the one Canvas exports and documents in "How do I import grades in the
 Gradebook?" (https://community.canvaslms.com/t5/Instructor-Guide/How-do-I-import-grades-in-the-Gradebook/ta-p/807):
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import csv
 import logging
+import re
 from pathlib import Path
 
 from grader.lms import GradeTable, StudentGrades, points, text_cell
+from grader.lms.archive import Named, Person, student_id_problem
 
 log = logging.getLogger(__name__)
 
@@ -107,4 +110,63 @@ def _find(entries: list[RosterRow], student_id: str) -> int | None:
         for i, entry in enumerate(entries):
             if entry[column] == student_id:
                 return i
+    return None
+
+
+# ----- the archive of Download Submissions -----------------------------------------------------
+#
+# canvas-lms, app/models/content_zipper.rb (add_submission, get_filename): each uploaded file of a
+# student's latest submission is one member of a flat zip, named
+#     {sortable name}_{LATE_ when late}{user ID}_{file ID}_{the file's name}
+# where the first three are joined by "_" and kept to word characters, lowercased ("Liddell,
+# Alice" -> liddellalice, LATE -> late); the file ID grows with each upload. A text entry is
+# {prefix}_text.html, a website URL {prefix}_link.html. A file uploaded again under a name the
+# student's earlier upload has is renamed FILE-1.ipynb, FILE-2.ipynb (grader.lms.archive keeps
+# the highest). The archive says when only as LATE (past the due date, by Canvas's own rule):
+# no time. With anonymous grading the names carry no user ID that a roster has.
+
+LMS = "Canvas"
+NUMBER = "user ID"
+RENAMES_COPIES = True
+ROSTER = ("the gradebook, downloaded from Canvas (Grades > Export > Export Entire Gradebook): "
+          "its ID column is the user ID in the archive's names")
+
+_PREFIX = r"(?:(?P<name>\w*?)_)?(?P<late>(?i:late)_)?(?P<user>\d+)"
+UPLOAD = re.compile(_PREFIX + r"_(?P<file>\d+)_(?P<file_name>[^/]+)")
+ENTRY = re.compile(_PREFIX + r"_(?P<kind>text|link)\.html")
+
+
+def archive_member(name: str) -> Named | str:
+    """What Canvas's name of an archive member says, or why it is no name Canvas gives."""
+    if m := UPLOAD.fullmatch(name):
+        return Named(m["user"], (m["file_name"],), m["name"] or "", bool(m["late"]),
+                     int(m["file"]))
+    if m := ENTRY.fullmatch(name):
+        what = "a text entry" if m["kind"] == "text" else "a website URL"
+        return Named(m["user"], (f"{m['kind']}.html",), m["name"] or "", bool(m["late"]),
+                     leave_out=f"is {what} submitted on Canvas, not an uploaded notebook")
+    return ("is not named as Canvas names the files of Download Submissions "
+            "(name_[late_]USERID_FILEID_FILE): not from Canvas's archive")
+
+
+def people(roster: Path) -> list[Person]:
+    """The students of Canvas's gradebook export: Canvas's user ID (the ID column), and as the
+    student id the first cell of MATCH_ON that is not empty: the one `export --roster` finds
+    them by (SIS Login ID, the login, first)."""
+    found = []
+    for row in read_roster(roster):
+        if not row["ID"]:
+            continue  # no user ID: no file of the archive can be theirs
+        column = next(c for c in MATCH_ON if row[c])
+        found.append(Person(row["ID"], row[column], row["Student"] or row[column],
+                            student_id_problem(column, row[column])))
+    if not found:
+        raise ValueError(f"roster {roster} has no student with an ID (Canvas's user ID); "
+                         f"download {ROSTER}")
+    return found
+
+
+def other_person(named: Named, person: Person) -> str | None:
+    """Canvas's user IDs are Canvas's, the same in every course and export: the ID decides
+    (a name in the roster may have changed since)."""
     return None
