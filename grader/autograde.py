@@ -322,9 +322,14 @@ def watchdog_seconds(tasks: dict, limits: dict | None) -> float:
     catches what those cannot (a wedged pool process)."""
     from grader.sandbox.session import Limits
 
-    per_notebook = (limits or {}).get("notebook_timeout") or Limits().notebook_timeout
-    notebooks = max((len(t.notebooks) for t in tasks.values()), default=1)
-    return per_notebook * notebooks + WATCHDOG_SLACK
+    default = (limits or {}).get("notebook_timeout") or Limits().notebook_timeout
+
+    def whole(task) -> float:  # each notebook's own limit: the assignment's metadata wins
+        own = task.plan.limits if task.plan is not None else {}
+        return sum(own.get(name, {}).get("notebook_timeout") or default
+                   for name in task.notebooks)
+
+    return max((whole(t) for t in tasks.values()), default=default) + WATCHDOG_SLACK
 
 
 def record(course: Course, api, assignment: str, student: str, outcome: dict,

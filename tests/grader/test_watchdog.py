@@ -77,3 +77,22 @@ def test_a_wedged_submission_is_recorded_and_the_rest_graded(tmp_path, monkeypat
     assert results["ann"].auto_score == FULL and results["zoe"].auto_score == FULL, lines
     assert WedgingPool.made[0].killed, "the wedged pool was not stopped"
     assert any("watchdog" in line for line in lines), lines
+
+
+def test_the_watchdog_waits_as_long_as_each_notebook_may_run():
+    """The bound is each notebook's own limit (an assignment's metadata may allow a notebook
+    more than the default, and the sandbox lets it run that long), summed over the notebooks
+    of the submission, plus slack: never a watchdog that stops a notebook its limits allow."""
+    from grader.parallel import Task
+    from grader.sandbox.run import Plan
+
+    def task(limits, notebooks=("a",)):
+        return Task("x", "s", {n: "{}" for n in notebooks},
+                    Plan(files={}, answers={}, limits=limits))
+
+    slack = autograde_module.WATCHDOG_SLACK
+    long = {"s": task({"a": {"notebook_timeout": 3000.0}})}
+    assert autograde_module.watchdog_seconds(long, {"notebook_timeout": 600.0}) == 3000 + slack
+    two = {"s": task({"a": {}, "b": {"notebook_timeout": 50.0}}, ("a", "b"))}
+    assert autograde_module.watchdog_seconds(two, {"notebook_timeout": 600.0}) == 650 + slack
+    assert autograde_module.watchdog_seconds(two, None) == 900 + 50 + slack  # Limits' default
