@@ -320,6 +320,11 @@ CODE_FORMS = [
             m = m_new
         out[..., i0:i0 + bq, :] = o / l
     return out''', None),
+    # tiled attention computed in float64 inside whatever the inputs' dtype, the result given
+    # back in theirs: more memory per position, but linear, which is what the points are for
+    m("form_ea_tiled_float64_inside", EA, "tiled_attention", EA_TILED,
+      "    dtype = q.dtype\n    q, k, v = q.double(), k.double(), v.double()\n"
+      + EA_TILED.replace("\n    return out", "\n    return out.to(dtype)"), None),
     # KV cache: a preallocated buffer that doubles when full; self.k / self.v are views of
     # the positions filled so far
     m("form_ea_kv_buffer", EA, "kv_cache", EA_KV_CELL,
