@@ -55,8 +55,51 @@ def encode_tensor(t: torch.Tensor) -> dict:
     out = {"T": "tensor", "dtype": _NAMES.get(dtype) or str(dtype).removeprefix("torch."),
            "shape": list(t.shape), "device": device}
     if device != "meta":
-        out["data"] = _raw(t, device, dtype)  # (binary in the message, as they are)
+        strided = _strided(t)
+        if strided is None:
+            out["data"] = _raw(t, device, dtype)  # (binary in the message, as they are)
+        else:  # a non-contiguous view arrives as one: its buffer, and where each entry is
+            out["data"], out["stride"] = _raw(strided[0], device, dtype), strided[1]
     return out
+
+
+def _strided(t: torch.Tensor) -> tuple[torch.Tensor, list[int]] | None:
+    """For a non-contiguous view that no two entries overlap in (a transpose, a slice with a
+    step, a column), the part of its buffer it spans and its strides; None for a contiguous
+    tensor, or a view spanning much more memory than its entries (only its values travel).
+    Code under test may assume a layout (`.view` on a transposed input): the layout a test
+    chose must reach it, in both directions."""
+    if t.is_contiguous() or t.numel() == 0 or t.is_conj() or t.is_neg():
+        return None
+    stride = list(t.stride())
+    if not non_overlapping(list(t.shape), stride):
+        return None
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, stride, strict=True))
+    if span > 4 * t.numel() + 64:
+        return None
+    return torch.as_strided(t, (span,), (1,)), stride
+
+
+def same_layout(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t` (detached) laid out as `t` is: a transposed or sliced view stays one (a
+    plain clone makes a sliced view contiguous). The copies a call hands over, on both sides of
+    the boundary, so code that assumes a layout meets the layout the test chose."""
+    t = t.detach()
+    stride = list(t.stride())
+    if t.is_contiguous() or t.numel() == 0 or not non_overlapping(list(t.shape), stride):
+        return t.clone()
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, stride, strict=True))
+    return t.new_empty(span).as_strided(t.shape, stride).copy_(t)
+
+
+def non_overlapping(shape: list[int], stride: list[int]) -> bool:
+    """Whether no two entries of a view of this shape and these strides share memory."""
+    extent = 1  # entries the dimensions taken so far reach, from the first
+    for st, n in sorted((st, n) for n, st in zip(shape, stride, strict=True) if n > 1):
+        if st < extent:  # this dimension's next step lands inside what is reached already
+            return False
+        extent += (n - 1) * st
+    return True
 
 
 def _raw(t: torch.Tensor, device: str, dtype: torch.dtype) -> bytes:
@@ -156,6 +199,8 @@ def decode_tensor(node: dict) -> torch.Tensor:
     if type(raw) is not bytes:
         raise CodecError("tensor data is not raw bytes")
     itemsize = dtype.itemsize
+    if "stride" in node:
+        return _decode_strided(node["stride"], shape, dtype, raw)
     if len(raw) != numel * itemsize:
         raise CodecError(f"tensor data has {len(raw)} bytes, its shape {shape} needs "
                          f"{numel * itemsize}")
@@ -164,6 +209,26 @@ def decode_tensor(node: dict) -> torch.Tensor:
     if dtype in _NUMPY:
         return torch.from_numpy(np.frombuffer(raw, dtype=_NUMPY[dtype]).copy()).reshape(shape)
     return torch.frombuffer(bytearray(raw), dtype=dtype).reshape(shape).clone()
+
+
+def _decode_strided(stride, shape: list[int], dtype: torch.dtype, raw: bytes) -> torch.Tensor:
+    """A non-contiguous view (`_strided`): its buffer, exactly as long as the strides need,
+    viewed with them. Strides under which two entries would share memory are refused, so no
+    view holds more entries than the bytes that came (nothing is amplified)."""
+    if type(stride) is not list or len(stride) != len(shape) or \
+            any(type(st) is not int or st < 0 for st in stride):
+        raise CodecError("bad tensor strides")
+    if not non_overlapping(shape, stride) or math.prod(shape) == 0:
+        raise CodecError("tensor strides that overlap")
+    span = 1 + sum((n - 1) * st for n, st in zip(shape, stride, strict=True))
+    if len(raw) != span * dtype.itemsize:
+        raise CodecError(f"tensor data has {len(raw)} bytes, its strides need "
+                         f"{span * dtype.itemsize}")
+    if dtype in _NUMPY:
+        buffer = torch.from_numpy(np.frombuffer(raw, dtype=_NUMPY[dtype]).copy())
+    else:
+        buffer = torch.frombuffer(bytearray(raw), dtype=dtype).clone()
+    return buffer.as_strided(shape, stride)
 
 
 def decode(node, from_ref, depth: int = 0):

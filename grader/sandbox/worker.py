@@ -245,7 +245,7 @@ class Worker:
 def _copied(value):
     """A copy of a tensor that holds data (anything else as it is)."""
     if isinstance(value, torch.Tensor) and value.device.type != "meta":
-        return value.clone()
+        return codec.same_layout(value)  # (a transposed or sliced input stays one)
     return value
 
 

@@ -61,6 +61,41 @@ def test_a_tensor_arrives_with_its_exact_values_whatever_its_layout(make):
     assert torch.equal(roundtrip(t), t.detach().resolve_conj().resolve_neg())
 
 
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(4, 6, dtype=torch.float64).T,  # transposed
+    lambda: torch.randn(4, 6)[:, ::2],  # a step
+    lambda: torch.randn(4, 6)[:, 1],  # a column
+    lambda: torch.randn(2, 3, 4).transpose(0, 2),
+    lambda: torch.randn(5, 5).to(torch.bfloat16)[::2, ::3],
+])
+def test_a_non_contiguous_view_arrives_with_its_layout(make):
+    """A test that hands the student's code a transposed or sliced input must reach it as such
+    (code that assumes a layout, `.view` on a transposed input, fails there as it would in the
+    student's kernel): the strides travel with the part of the buffer they span."""
+    t = make()
+    out = roundtrip(t)
+    assert out.stride() == t.stride() and not out.is_contiguous() and torch.equal(out, t)
+    out.zero_()  # its own memory
+    assert torch.equal(roundtrip(t), t)
+    copy = codec.same_layout(t)  # what a call hands over: a copy, laid out the same
+    assert copy.stride() == t.stride() and torch.equal(copy, t)
+
+
+@pytest.mark.parametrize("stride, data", [
+    ([0, 1], 8 * 4),  # entries sharing memory: a few bytes would become many entries
+    ([1, 1], 8 * 5),  # overlapping rows
+    ([4, 1], 8 * 3),  # fewer bytes than the strides need
+    ([4, -1], 8 * 16),  # a negative stride
+    ([4], 8 * 16),  # one stride for two dimensions
+    ([4, 1.5], 8 * 16),
+])
+def test_strides_that_overlap_or_do_not_fit_their_bytes_are_refused(stride, data):
+    node = {"T": "tensor", "dtype": "float64", "shape": [4, 4], "device": "cpu",
+            "data": b"\0" * data, "stride": stride}
+    with pytest.raises(codec.CodecError):
+        codec.decode(codec.loads(_packed({"v": node}))["v"], None)
+
+
 def test_a_tensor_subclass_arrives_as_a_plain_tensor():
     class Liar(torch.Tensor):
         def __eq__(self, other):
@@ -197,6 +232,24 @@ def test_every_typed_in_form_grader_check_reads_crosses_the_sandbox(session, typ
     assert torch.allclose(across, here, atol=1e-3) and across.dtype == torch.float64
     assert torch.allclose(across, torch.tensor([[0.5, 1 / 3], [2 / 3, 0.25]],
                                                dtype=torch.float64), atol=1e-3)
+
+
+def test_the_students_code_gets_an_input_laid_out_as_the_test_chose(session):
+    """Through the grader's driver (run_student) and the boundary: a transposed input reaches
+    the student's function transposed, so `.view` on it fails there as in their kernel."""
+    from grader.checks import CheckFailure
+    from grader.checks.reference import run_student
+
+    session.request({"op": "run", "source": "def layout(x):\n    return x.is_contiguous(), "
+                     "x.stride()\ndef flat(x):\n    return x.view(-1)"})
+    link = Link(session)
+    x = torch.randn(4, 6, dtype=torch.float64)
+    assert run_student(link.get("layout"), (x.T,), "layout") == (False, (1, 6))
+    assert run_student(link.get("layout"), (x[:, ::2],), "layout") == (False, (6, 2))
+    assert run_student(link.get("layout"), (x,), "layout") == (True, (6, 1))
+    with pytest.raises(CheckFailure, match="view"):
+        run_student(link.get("flat"), (x.T,), "flat")
+    assert torch.equal(run_student(link.get("flat"), (x,), "flat")[0], x.reshape(-1))
 
 
 def test_gradients_cross_the_boundary(session):
