@@ -24,7 +24,8 @@ HINTS = [
     ("must match the size of tensor b",
      "two tensors with different sizes on the same axis were combined: print their shapes", None),
     ("view size is not compatible with input tensor's size and stride",
-     "after a transpose, use .reshape(...) (or .contiguous().view(...)) instead of .view(...)",
+     ".view needs a tensor laid out contiguously in memory, and this one is not (a transposed "
+     "or sliced view, which an input may be): use .reshape(...) (or .contiguous().view(...))",
      None),
     ("expected scalar type", "a tensor was created with a dtype other than the inputs' "
      "(pass dtype=x.dtype when you create it)", None),

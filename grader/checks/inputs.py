@@ -24,3 +24,18 @@ def random_padding(B, S, generator=None, device="cpu"):
     """A key-padding mask (B, 1, S): sequence b has a random length between 1 and S."""
     lengths = torch.randint(1, S + 1, (B,), generator=generator)
     return (torch.arange(S) < lengths[:, None])[:, None, :].to(device)
+
+
+def strided(*tensors):
+    """The same values in non-contiguous views (every other entry of a buffer twice as wide):
+    code that assumes a contiguous input (`.view` on it) meets the layout a caller may hand it.
+    One tensor gives one view; several give a tuple; anything else passes through."""
+    def view(t):
+        if not isinstance(t, torch.Tensor) or t.dim() == 0:
+            return t
+        buffer = t.new_zeros(*t.shape, 2)
+        buffer[..., 0] = t
+        return buffer[..., 0]
+
+    views = tuple(view(t) for t in tensors)
+    return views[0] if len(views) == 1 else views

@@ -21,6 +21,7 @@ from .hints import hint_for
 from .memo import MEMO
 
 _ACTIVE: list[list] = []  # the cases recorded by the all_cases() blocks now open
+_WATCHERS: list = []  # the observing() blocks now open (the regime meta-test's)
 
 
 def _as_tuple(x):
@@ -64,10 +65,12 @@ def run_student(fn, inputs, what: str, case: str = "", forbidden=(), attention: 
     attention: switch off PyTorch's attention built-ins too (False only where the exercise's
     text allows them).
     """
+    from grader.sandbox.codec import same_layout  # (a transposed or sliced input stays one)
+
     where = _describe(inputs, case)
 
     def copies(probe):
-        return [t.detach().clone().requires_grad_(probe and t.is_floating_point())
+        return [same_layout(t).requires_grad_(probe and t.is_floating_point())
                 if isinstance(t, torch.Tensor) else t for t in inputs]
 
     from grader.sandbox.remote import Remote, call_reporting_changes
@@ -142,6 +145,25 @@ class _Case:
 
 
 @contextlib.contextmanager
+def observing(describe):
+    """Hand every comparison made in the block to describe(kind, what, reference_fn, inputs)
+    ("outputs" or "gradients") and collect what it returns, as the comparison starts: the
+    regime meta-test (tests/regimes/) reads which inputs the hidden tests build."""
+    seen: list = []
+    watcher = (describe, seen)
+    _WATCHERS.append(watcher)
+    try:
+        yield seen
+    finally:
+        _WATCHERS.remove(watcher)
+
+
+def _watch(kind: str, what: str, reference_fn, inputs) -> None:
+    for describe, seen in _WATCHERS:
+        seen.append(describe(kind, what, reference_fn, tuple(inputs)))
+
+
+@contextlib.contextmanager
 def all_cases():
     """Run every compare_outputs in the block before failing: the first failing case is
     reported, naming only the causes whose variants reproduce the student's outputs on every
@@ -193,6 +215,8 @@ def compare_outputs(student_fn, reference_fn, inputs, what: str, names=("output"
     in this process where that is safe (memo.py).
     forbidden, attention: the built-ins switched off while the student's code runs (run_student).
     """
+    if _WATCHERS:
+        _watch("outputs", what, reference_fn, inputs)
     expected = tuple(e.detach() if isinstance(e, torch.Tensor) else e
                      for e in _as_tuple(MEMO.call(reference_fn, *inputs)))
     active = _ACTIVE[-1] if _ACTIVE else None
@@ -252,8 +276,13 @@ def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
     with respect to every floating-point input, and to each of reference_params (a
     {name: parameter} dict) in student_params (the student's module, or such a dict).
     forbidden, attention: the built-ins switched off while the student's code runs (run_student)."""
+    from grader.sandbox.codec import same_layout  # (a transposed or sliced input stays one)
+
+    if _WATCHERS:
+        _watch("gradients", what, reference_fn, inputs)
+
     def leaves():
-        return [t.detach().clone().requires_grad_(t.is_floating_point())
+        return [same_layout(t).requires_grad_(t.is_floating_point())
                 if isinstance(t, torch.Tensor) else t for t in inputs]
 
     where = _in(case)

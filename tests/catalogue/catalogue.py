@@ -243,6 +243,12 @@ MISTAKES = [
     # eps, so no cause may be named (a case with every variance below eps tells them apart)
     m("layernorm_eps_floor", TF, "layernorm", "torch.sqrt(var + self.eps)",
       "torch.sqrt(var.clamp(min=self.eps))", None),
+    # the statistics over a flattened view of the input: fails on a non-contiguous input
+    # (the hidden tests hand one over), with the hint that .view needs a contiguous tensor
+    m("layernorm_view_input", TF, "layernorm", LN_STATS,
+      "flat = x.view(-1, x.size(-1))  # (rows, d_model)\n"
+      "        mean = flat.mean(dim=-1).view(*x.shape[:-1], 1)\n"
+      "        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)", None),
     m("layernorm_no_affine", TF, "layernorm", LN_OUT, "(x - mean) / torch.sqrt(var + self.eps)",
       "ln_no_affine"),
     m("layernorm_no_mean", TF, "layernorm", LN_OUT,
