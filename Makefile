@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
-.PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean
+.PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean mutants
 .PHONY: cuda-check cli-reference site site-without-solutions browser-test screenshots sandbox-tools bench-curve hub hub-remove hub-tools lectures-other-cpus bytecode
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
@@ -82,6 +82,14 @@ test-fast: $(STAMP) sandbox-tools bytecode
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+## Mutants of every function students write, made by machine from the source solutions
+## (tests/mutants/): each judged equivalent or not by a differential harness, all graded through
+## autograde; per assignment: generated, equivalent, killed, survived, and the causes the killed
+## ones' messages name (right / none / wrong). Details in build/mutants/. Minutes per assignment;
+## ARGS narrows it, e.g. make mutants ARGS="--assignment soft_select --sample 20".
+mutants: $(STAMP) sandbox-tools bytecode
+	$(BIN)/python -m tests.mutants $(ARGS)
 
 ## JupyterLab on the course, with nbgrader's extension and a course directory under build/.
 lab: $(STAMP)
