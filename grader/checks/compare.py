@@ -193,8 +193,9 @@ def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
     return False
 
 
-def matches(actual, predicted, atol=None, rtol=None) -> bool:
-    """Whether a known mistake's output reproduces `actual` (same shape, within tolerance)."""
+def matches(actual, predicted, atol=None, rtol=None, slack: float = 10) -> bool:
+    """Whether a known mistake's output reproduces `actual` (same shape, within `slack` times
+    the tolerance: a computation's own rounding may differ from the mistake's)."""
     if not (isinstance(actual, torch.Tensor) and isinstance(predicted, torch.Tensor)):
         return False
     if tuple(actual.shape) != tuple(predicted.shape) or actual.device != predicted.device:
@@ -203,21 +204,26 @@ def matches(actual, predicted, atol=None, rtol=None) -> bool:
     if predicted.dtype != actual.dtype:
         predicted = predicted.to(actual.dtype)
     atol, rtol = tolerances(actual.dtype, atol, rtol)
-    return differences(actual, predicted, 10 * atol, 10 * rtol) is None
+    return differences(actual, predicted, slack * atol, slack * rtol) is None
 
 
 def expect_close(actual, expected: torch.Tensor, what: str, *, likely_causes=None,
-                 atol: float | None = None, rtol: float | None = None) -> None:
+                 atol: float | None = None, rtol: float | None = None,
+                 cause_slack: float = 10) -> None:
     """Fail with a precise message unless `actual` matches `expected` elementwise.
 
     likely_causes: {cause id (grader.checks.causes) or sentence: tensor} of what known mistakes
-    return on the same inputs; the message names those that reproduce `actual`.
+    return on the same inputs; the message names those that reproduce `actual`, to within
+    `cause_slack` times the tolerance (typed-in answers, whose precision is the tolerance, pass
+    1: a mistake is named only when the answer is as close to it as a right answer must be to
+    the truth).
     """
     from .causes import CAUSES
 
     def causes_line():
         named = [c for c, wrong in (likely_causes or {}).items()
-                 if wrong is not None and matches(actual, torch.as_tensor(wrong), atol, rtol)]
+                 if wrong is not None
+                 and matches(actual, torch.as_tensor(wrong), atol, rtol, cause_slack)]
         return "".join(f"\nLikely cause: {CAUSES.get(c, c)}." for c in named)
 
     expect_tensor(actual, what)

@@ -27,15 +27,19 @@ def random_padding(B, S, generator=None, device="cpu"):
 
 
 def strided(*tensors):
-    """The same values in non-contiguous views (every other entry of a buffer twice as wide):
-    code that assumes a contiguous input (`.view` on it) meets the layout a caller may hand it.
-    One tensor gives one view; several give a tuple; anything else passes through."""
+    """The same values in non-contiguous views: every other entry of a buffer twice as wide,
+    with the last two axes stored the other way round (column by column). `.view` on such a
+    view fails wherever it would merge axes, as it does on a transposed or sliced input a
+    caller may hand over: code that assumes a contiguous input meets that layout. One tensor
+    gives one view; several give a tuple; anything else passes through."""
     def view(t):
         if not isinstance(t, torch.Tensor) or t.dim() == 0:
             return t
-        buffer = t.new_zeros(*t.shape, 2)
-        buffer[..., 0] = t
-        return buffer[..., 0]
+        swapped = t.transpose(-2, -1) if t.dim() >= 2 else t
+        buffer = t.new_zeros(*swapped.shape, 2)
+        buffer[..., 0] = swapped
+        stored = buffer[..., 0]
+        return stored.transpose(-2, -1) if t.dim() >= 2 else stored
 
     views = tuple(view(t) for t in tensors)
     return views[0] if len(views) == 1 else views

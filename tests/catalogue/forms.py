@@ -229,7 +229,7 @@ CODE_FORMS = [
     scores = torch.bmm(q.reshape(-1, L, d), k.reshape(-1, S, d).transpose(1, 2))
     scores = scores.view(*lead, L, S) / math.sqrt(d)
     if mask is not None:
-        scores.masked_fill_(mask == False, -1e9)  # noqa: E712  (a fresh tensor, not an input)
+        scores.masked_fill_(mask == False, -math.inf)  # noqa: E712  (a fresh tensor, not an input)
     att = torch.softmax(scores, dim=-1)
     out = torch.bmm(att.reshape(-1, L, S), v.reshape(-1, S, v.shape[-1]))
     return out.view(*lead, L, v.shape[-1]), att''', None),
