@@ -85,7 +85,10 @@ def late_submissions(course: Course, assignment: str, students) -> Late | None:
     policy = load_policy(course.root, assignment)
     rows = []
     with Gradebook(course.db_url, COURSE_ID) as gb:
-        due = gb.find_assignment(assignment).duedate
+        try:
+            due = gb.find_assignment(assignment).duedate
+        except MissingEntry:  # not in the gradebook (yet): no due date, no one late
+            return None if policy is None else Late(policy.describe(), "no due date", [])
         for student in students:
             try:
                 sub = gb.find_submission(assignment, student)
