@@ -8,11 +8,10 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
-import nbformat
 import pytest
+from test_cli import write_class  # tests/grader/ is on sys.path (rootdir-less import)
 
-from grader.course import REPO, Course
-from grader.demo.sample_class import SOFT_SELECT_CLASS, make_submission
+from grader.course import Course
 from grader.late import LatePolicy, load_policy, save_policy
 from grader.lms import points
 
@@ -147,17 +146,6 @@ def test_nbgraders_late_step_takes_the_stored_rule(tmp_path):
 
 # ----- through the commands -------------------------------------------------------------------
 
-def write_submissions(tmp_path, course, *students):
-    source = REPO / "assignments" / "soft_select" / "soft_select.ipynb"
-    released = course / "release" / "soft_select" / "soft_select.ipynb"
-    by_id = {s.id: s for s in SOFT_SELECT_CLASS}
-    for student in students:
-        folder = tmp_path / "subs" / student / "soft_select"
-        folder.mkdir(parents=True)
-        nbformat.write(make_submission(source, released, by_id[student]),
-                       folder / "soft_select.ipynb")
-
-
 @pytest.mark.slow
 def test_a_late_class_loses_the_points_the_rule_says(tmp_path):
     course = tmp_path / "course"
@@ -169,7 +157,7 @@ def test_a_late_class_loses_the_points_the_rule_says(tmp_path):
     assert ("soft_select: late penalty 10%/day,max=50%: 10% of the points for each started day "
             "late, at most 50%, applied by every autograde of soft_select") in done.stdout
 
-    write_submissions(tmp_path, course, "alice", "bob")  # alice perfect, bob blank (0 points)
+    write_class(tmp_path, course, "alice", "bob")  # alice perfect, bob blank (0 points)
     done = grader("autograde", "soft_select", "--course", str(course), "--submissions",
                   str(tmp_path / "subs"), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
