@@ -34,7 +34,7 @@ from torch.utils._pytree import tree_flatten
 
 # Counted the same way the assignments' checks count them (the student edition ships grader, not
 # the lectures' toolkit): aten operations, and the peak of the profiler's allocation records.
-from grader.checks.memory import count_operations, peak_memory  # noqa: F401
+from grader.checks.memory import count_operations, growth_exponent, peak_memory  # noqa: F401
 
 
 def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
@@ -178,14 +178,13 @@ def largest_intermediate(fn: Callable[[], object], where: Callable[[tuple], bool
 
 
 def power_law_exponent(sizes: Iterable[float], values: Iterable[float]) -> float:
-    """The exponent p in values ~ c * sizes**p: the least-squares slope on log-log axes.
+    """The exponent p in values ~ c * sizes**p: the least-squares slope on log-log axes, the
+    grader's own fit (`grader.checks.memory.growth_exponent`), so a lecture and a test read a
+    growth the same way.
 
     Fit on the larger sizes only when small sizes are dominated by fixed overheads.
     """
-    x, y = np.asarray(list(sizes), float), np.asarray(list(values), float)
-    if x.size < 2 or x.shape != y.shape or not (np.all(x > 0) and np.all(y > 0)):
-        raise ValueError("need at least two positive sizes and as many positive values")
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+    return growth_exponent(list(sizes), list(values))
 
 
 def median_exponent(sizes: Iterable[float], samples: Iterable[Iterable[float]]) -> float:
