@@ -205,7 +205,8 @@ class Judge:
         except RemoteError as e:  # an error of the student's process itself
             error = _error(e.ename, e.evalue)
         except BaseException as e:  # noqa: B036 - any failure of a test is a failed test
-            error = _error(type(e).__name__, str(e))
+            error = _error(type(e).__name__, str(e) + _where_the_test_stopped(
+                e, cell.source, f"<test cell {index + 1}>"))
         printed = "".join(self._printed) + out.getvalue()
         self._printed = None
         cell.outputs = _streams(printed, "")
@@ -227,6 +228,55 @@ class Judge:
                 self.ns[name] = _Unusable(name, value)
             else:
                 self.ns[name] = value
+
+
+def _where_the_test_stopped(e: BaseException, source: str, name: str) -> str:
+    """For an error the test's own code raised (not a check's message written for the student,
+    not an error of the student's process, which comes as RemoteError): the line of the test it
+    stopped at, which the graded notebook's error would not show, and what that means.
+
+    Verified by where it was raised: the student's code never runs in this process, so an error
+    here was raised by the test, or by what it called, on something the student's code returned
+    or defined (the reference solution passes every test).
+    """
+    from grader.checks import CheckFailure
+
+    if isinstance(e, CheckFailure) or (isinstance(e, AssertionError) and str(e)):
+        return ""  # a check's or an assert's own message, written for the student
+    lines, tb, at, deepest = source.splitlines(), e.__traceback__, None, True
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == name:
+            at, deepest = tb.tb_lineno, tb.tb_next is None
+        tb = tb.tb_next
+    if at is None or not 0 < at <= len(lines):
+        return ""
+    if _hidden(lines, at):  # its code is the hidden test's: the student never sees it
+        line = "at a line of the hidden tests"
+    else:
+        code = lines[at - 1].strip()
+        line = f"at line {at} of the test: `{code[:117] + '...' if len(code) > 120 else code}`"
+    if isinstance(e, AssertionError):
+        return f"the test's check failed {line}"
+    if isinstance(e, NameError):
+        return (f"\n({line}; your notebook defined no such name when the test ran: is it spelt "
+                "as the exercise spells it, and did the cell that defines it run without an "
+                "error?)")
+    called = "" if deepest else " (in what that line called)"
+    return (f"\n(raised by the test's own code{called}, {line}; not inside your code, which ran "
+            "without error: the test could not use what it returned or defined. Check its "
+            "kind against the exercise's text: a tensor or a tuple, which shape, which dtype.)")
+
+
+def _hidden(lines: list[str], at: int) -> bool:
+    """Whether line `at` (from 1) lies between BEGIN and END HIDDEN TESTS."""
+    inside = False
+    for text in lines[:at]:
+        marker = text.strip().upper()
+        if marker.startswith("### BEGIN HIDDEN TESTS"):
+            inside = True
+        elif marker.startswith("### END HIDDEN TESTS"):
+            inside = False
+    return inside
 
 
 class _Unusable:

@@ -1,0 +1,113 @@
+"""An error raised by a test's own code, on something the student's code returned or defined,
+reaches the graded notebook and the feedback page with the test's line and what it means, the
+line's code left out when it is a hidden test's (issue 50, section 4: instructor-side errors
+wrapped with advice). Graded through autograde and feedback, as an instructor does."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from grader.autograde import autograde
+from grader.course import Course
+from grader.feedback import feedback
+from grader.release import release
+
+
+VISIBLE = ("import torch\n"
+           "out, total = attend(torch.ones(3, 2))\n"
+           "assert out.shape == (3, 2), 'the output keeps the shape of x'")
+HIDDEN = ("### BEGIN HIDDEN TESTS\n"
+          "out, total = attend(torch.zeros(4, 1))\n"
+          "assert float(total) == 0\n"
+          "### END HIDDEN TESTS")
+ANSWERS = {
+    "good": "def attend(x):\n    return x, x.sum()",
+    "one_value": "def attend(x):\n    return x",  # the tuple the tests unpack is missing
+    "misspelt": "def atend(x):\n    return x, x.sum()",
+    "off_by_one": "def attend(x):\n    return x, x.sum() + 1",  # a bare assert fails
+}
+
+
+def nbgrader_cell(cell, grade_id, *, solution=False, grade=False, points=None):
+    cell.metadata["nbgrader"] = {"grade": grade, "grade_id": grade_id, "locked": not solution,
+                                 "schema_version": 3, "solution": solution, "task": False,
+                                 **({"points": points} if points is not None else {})}
+    return cell
+
+
+def errors_notebook():
+    return new_notebook(cells=[
+        nbgrader_cell(new_markdown_cell("Write `attend(x)`: `(x, x.sum())`."), "intro"),
+        nbgrader_cell(new_code_cell(
+            "### BEGIN SOLUTION\ndef attend(x):\n    return x, x.sum()\n### END SOLUTION"),
+            "attend", solution=True),
+        nbgrader_cell(new_code_cell(VISIBLE), "test_attend", grade=True, points=1),
+        nbgrader_cell(new_code_cell(HIDDEN), "test_attend_hidden", grade=True, points=1),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                "language": "python"}})
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("errors")
+    (tmp / "src" / "errs").mkdir(parents=True)
+    nbformat.write(errors_notebook(), tmp / "src" / "errs" / "errs.ipynb")
+    course = Course(tmp / "course", source=tmp / "src")
+    released = release(course, "errs") / "errs.ipynb"
+    for student, answer in ANSWERS.items():
+        nb = nbformat.read(released, as_version=4)
+        next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")).source = \
+            answer
+        (tmp / "subs" / student / "errs").mkdir(parents=True)
+        nbformat.write(nb, tmp / "subs" / student / "errs" / "errs.ipynb")
+    results = {r.student: r for r in autograde(course, "errs", tmp / "subs",
+                                                progress=lambda m: 0)}
+    feedback(course, "errs", to=tmp / "feedback")
+    errors = {}
+    for student in ANSWERS:
+        nb = nbformat.read(course.autograded / student / "errs" / "errs.ipynb", as_version=4)
+        errors[student] = {c.metadata["nbgrader"]["grade_id"]: o["evalue"] for c in nb.cells
+                           for o in c.get("outputs", []) if o.get("output_type") == "error"}
+    pages = {s: (tmp / "feedback" / f"{s}.html").read_text() for s in ANSWERS}
+    return results, errors, pages
+
+
+def test_the_right_answer_gets_every_point_and_no_error(graded):
+    results, errors, _ = graded
+    assert results["good"].score == 2 and errors["good"] == {}
+
+
+def test_a_visible_tests_error_names_its_line_and_what_it_means(graded):
+    results, errors, pages = graded
+    message = errors["one_value"]["test_attend"]
+    assert message.startswith("too many values to unpack")
+    assert "at line 2 of the test: `out, total = attend(torch.ones(3, 2))`" in message
+    assert "not inside your code" in message and "a tensor or a tuple" in message
+    assert results["one_value"].score == 0
+    assert "at line 2 of the test" in pages["one_value"]
+
+
+def test_a_hidden_tests_error_says_so_without_its_code(graded):
+    _, errors, pages = graded
+    message = errors["one_value"]["test_attend_hidden"]
+    assert "at a line of the hidden tests" in message and "zeros(4, 1)" not in message
+    assert "zeros(4, 1)" not in pages["one_value"]
+    bare = errors["off_by_one"]["test_attend_hidden"]  # `assert float(total) == 0`, no message
+    assert bare == "the test's check failed at a line of the hidden tests"
+    assert "float(total)" not in pages["off_by_one"]
+
+
+def test_a_name_the_notebook_never_defined_is_named_as_such(graded):
+    _, errors, _ = graded
+    message = errors["misspelt"]["test_attend"]
+    assert "name 'attend' is not defined" in message
+    assert "at line 2 of the test" in message and "defined no such name" in message
+
+
+def test_a_checks_own_message_is_left_as_it_is(graded):
+    _, errors, _ = graded
+    # the visible assert has a message of its own: nothing is added to it
+    assert errors["off_by_one"] == {"test_attend_hidden":
+                                    "the test's check failed at a line of the hidden tests"}
