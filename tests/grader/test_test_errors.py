@@ -14,7 +14,6 @@ from grader.course import Course
 from grader.feedback import feedback
 from grader.release import release
 
-
 VISIBLE = ("import torch\n"
            "out, total = attend(torch.ones(3, 2))\n"
            "assert out.shape == (3, 2), 'the output keeps the shape of x'")
