@@ -1,4 +1,4 @@
-"""The scaling table of lecture 7: nine Transformers from BERT to Gopher, with their sources.
+"""The scaling table of lecture 7: twelve Transformers from BERT to LLaMA, with their sources.
 
 Why: "GPT-3 took 3.14e23 FLOPs" is only worth teaching if one can check it. Each figure here is
 stored with the paper it comes from, so the lecture can print a sources column and test the
@@ -10,9 +10,11 @@ figures against two rules of thumb:
 - parameters N ~ 12 L d^2 + V d for L blocks of width d and a vocabulary of V (lecture 5,
   `toolkit.sizes`), true when the MLP is 4 d wide and the heads together are d wide.
 
-Numbers that a paper does not give are None, never guessed. Where a figure comes from a later
-paper (compute for BERT, RoBERTa and T5 is given by Brown et al. 2020, Table D.1; for Gopher by
-Hoffmann et al. 2022), its source says so.
+Numbers that a paper does not give are None, never guessed. A token count a paper does not
+state but whose training schedule it gives (steps x batch x sequence length) is derived, and its
+note shows the product and where the schedule is stated. Where a figure comes from a later paper
+(compute for BERT, RoBERTa and T5 is given by Brown et al. 2020, Table D.1; for Gopher and
+Chinchilla by Hoffmann et al. 2022), its source says so.
 """
 
 from __future__ import annotations
@@ -43,6 +45,10 @@ PAPERS = {
               "Methods, Analysis & Insights from Training Gopher', arXiv 2021",
     "Chinchilla": "Hoffmann, Borgeaud, Mensch, Buchatskaya, Cai, Rutherford et al., 'Training "
                   "Compute-Optimal Large Language Models', NeurIPS 2022",
+    "PaLM": "Chowdhery, Narang, Devlin, Bosma, Mishra, Roberts et al., 'PaLM: Scaling Language "
+            "Modeling with Pathways', JMLR 2023 (arXiv 2022)",
+    "LLaMA": "Touvron, Lavril, Izacard, Martinet, Lachaux, Lacroix et al., 'LLaMA: Open and "
+             "Efficient Foundation Language Models', arXiv 2023",
     "Kaplan": "Kaplan, McCandlish, Henighan, Brown, Chess, Child et al., 'Scaling Laws for "
               "Neural Language Models', arXiv 2020",
 }
@@ -60,6 +66,7 @@ class Model:
     d_model: int
     n_head: int | None              # None: not stated in the paper
     data: str                       # the training corpus, as the paper describes it
+    heads_note: str = ""            # which of the paper's configurations, where it has two
     tokens: float | None = None     # training tokens processed (None: not stated)
     tokens_note: str = ""
     compute: float | None = None    # training FLOPs (None: not reported)
@@ -72,27 +79,38 @@ class Model:
 MODELS = [
     Model("BERT-Large", 2018, "BERT", 340e6, 24, 1024, 16,
           "BooksCorpus (800M words) + English Wikipedia (2,500M words)",
-          tokens=1_000_000 * 128_000,
-          tokens_note="1M steps of 128,000 tokens, the paper's own product (about 40 epochs)",
+          tokens=900_000 * 256 * 128 + 100_000 * 256 * 512,
+          tokens_note="derived from Appendix A.2: 1M steps of 256 sequences, 90% of them of 128 "
+                      "tokens and the last 10% of 512 (the paper's own '128,000 tokens/batch' "
+                      "counts every step at 512), padding included",
           compute=5.33e20, compute_source="GPT-3", compute_params=355e6, compute_tokens=250e9),
     Model("GPT-2", 2019, "GPT-2", 1542e6, 48, 1600, None,
           "WebText, 40 GB of text from 8M web pages"),
     Model("XLNet-Large", 2019, "XLNet", 340e6, 24, 1024, 16,
-          "five corpora, 32.89B subword pieces in all (the total is the corpus, not the "
-          "tokens processed)"),
+          "five corpora, 32.89B subword pieces in all",
+          tokens=500_000 * 8192 * 512,
+          tokens_note="derived from Section 3.1: 500K steps of 8,192 sequences, always of the "
+                      "full 512 tokens"),
     Model("RoBERTa-Large", 2019, "RoBERTa", 355e6, 24, 1024, 16,
           "160 GB of text (BERT's corpora + CC-News, OpenWebText, Stories)",
           tokens=500_000 * 8192 * 512,
           tokens_note="500K steps of 8K sequences of 512 tokens",
           compute=4.26e21, compute_source="GPT-3", compute_tokens=2000e9),
-    Model("Megatron-LM", 2019, "Megatron-LM", 8.3e9, 72, 3072, 32,
-          "174 GB of deduplicated text"),
+    Model("Megatron-LM", 2019, "Megatron-LM", 8.3e9, 72, 3072, 24,
+          "174 GB of deduplicated text",
+          heads_note="the 8.3B language model of its results (Table 2; Section 5.2: '24 "
+                     "attention heads instead of 32'); its scaling study (Table 1) ran an 8.3B "
+                     "configuration with 32 heads of 96",
+          tokens=300_000 * 512 * 1024,
+          tokens_note="derived from Section 4.2: 300K iterations of 512 sequences of 1,024 "
+                      "tokens (about 4.4 passes over the corpus)"),
     Model("T5-11B", 2019, "T5", 11e9, 24, 1024, 128,
           "C4, about 750 GB of cleaned Common Crawl",
           tokens=1_000_000 * 2**11 * 512,
           tokens_note="1M steps of 2^11 sequences of 512 tokens (about 1T)",
           compute=3.30e22, compute_source="GPT-3", compute_tokens=1000e9),
-    Model("Turing-NLG", 2020, "Turing-NLG", 17e9, 78, 4256, 28, "not stated"),
+    Model("Turing-NLG", 2020, "Turing-NLG", 17e9, 78, 4256, 28,
+          "the same kind of data as Megatron-LM's, as the announcement describes it"),
     Model("GPT-3", 2020, "GPT-3", 175e9, 96, 12288, 96,
           "filtered Common Crawl, WebText2, two book corpora, Wikipedia",
           tokens=300e9, tokens_note="300B tokens, stated in the paper",
@@ -101,6 +119,28 @@ MODELS = [
           "MassiveText, 10.5 TB of text", tokens=300e9,
           tokens_note="300B tokens, stated in the paper",
           compute=5.76e23, compute_source="Chinchilla"),
+    Model("Chinchilla", 2022, "Chinchilla", 70e9, 80, 8192, 64,
+          "MassiveText, as Gopher", tokens=1.4e12,
+          tokens_note="1.4T tokens, stated in the paper (Table 1)",
+          compute=5.76e23),  # Section 4: "the same number of FLOPs" as Gopher (Figure 2)
+    Model("PaLM", 2022, "PaLM", 540.35e9, 118, 18432, 48,
+          "filtered web pages, books, Wikipedia, news articles, source code and social media "
+          "conversations (Section 3)",
+          heads_note="48 query heads sharing one key and one value head (multi-query "
+                     "attention, Section 2)",
+          tokens=780e9, tokens_note="780B tokens, stated in the paper (Section 3)",
+          compute=2.56e24),  # Table 22, rematerialisation not counted
+    Model("LLaMA-65B", 2023, "LLaMA", 65.2e9, 80, 8192, 64,
+          "publicly available data only: English CommonCrawl (67%), C4 (15%), GitHub, "
+          "Wikipedia and books (4.5% each), ArXiv (2.5%), StackExchange (2%) (Table 1)",
+          tokens=1.4e12, tokens_note="1.4T tokens, stated in the paper (Table 2)"),
+]
+
+# Hoffmann et al. (2022), Table 3 (their first approach): the compute-optimal number of training
+# tokens D for a model of N parameters (the rows this lecture uses).
+CHINCHILLA_OPTIMAL = [  # (N, D)
+    (400e6, 8.0e9), (1e9, 20.2e9), (10e9, 205.1e9), (67e9, 1.5e12), (175e9, 3.7e12),
+    (280e9, 5.9e12), (1e12, 21.2e12),
 ]
 
 
