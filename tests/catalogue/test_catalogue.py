@@ -8,44 +8,27 @@ the released notebook runs in one kernel per assignment: each student's solution
 then every visible test cell, as `python -m grader check` runs them in a fresh kernel.
 """
 
-import functools
 from concurrent.futures import ThreadPoolExecutor
 
 import nbformat
 import pytest
 from catalogue import FORMS, MISTAKES  # tests/catalogue/ is on sys.path (rootdir-less import)
 from forms import CODE_FORMS
-from nbclient import NotebookClient
 
 from grader.autograde import autograde
 from grader.checks.causes import CAUSES, named_causes
-from grader.course import KERNEL_ARGS, REPO, Course
-from grader.demo.sample_class import Student, make_submission, write_class
+from grader.course import REPO, Course
+from grader.demo.sample_class import Student, write_class
 from grader.release import release
+from tests.verdicts import SKIP, checked, disagreements, failures, grade_id, is_test, visible_tests
 
 pytestmark = pytest.mark.slow
 # Causes that visible tests check by design, so that `grader check` reports them: the device
 # check (grader/checks/devices.py) needs no reference, and a hidden copy would take points twice.
 VISIBLE_CHECKS = {"stray_cpu_tensor"}
-SKIP = {"train", "test_training"}  # training runs: minutes of CPU, and not about one mistake
 ALL_FORMS = [*FORMS, *CODE_FORMS]
 CASES = [*MISTAKES, *ALL_FORMS]
 ASSIGNMENTS = sorted({c.assignment for c in CASES})
-
-
-def grade_id(cell):
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
-def is_test(cell):
-    meta = cell.metadata.get("nbgrader", {})
-    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
-
-
-def failures(cell) -> str | None:
-    errors = [f"{o.ename}: {o.evalue}" for o in cell.get("outputs", [])
-              if o.output_type == "error"]
-    return "\n".join(errors) or None
 
 
 def students(assignment):
@@ -75,31 +58,6 @@ def autograded(course, assignment, tmp):
     return out
 
 
-def checked(course, assignment, tmp):
-    """{student: {visible test grade_id: failure message}}: `grader check`'s verdicts."""
-    released_nb = course.release / assignment / f"{assignment}.ipynb"
-    source_nb = course.source / assignment / f"{assignment}.ipynb"
-    out = {}
-    for student in students(assignment):
-        nb = make_submission(source_nb, released_nb, student)
-        nb.cells = [c for c in nb.cells if c.cell_type == "code" and grade_id(c) not in SKIP]
-        out[student.id] = nb
-    first = next(iter(out.values()))
-    (tmp / "check").mkdir(parents=True, exist_ok=True)
-    client = NotebookClient(first, timeout=120, kernel_name="python3", allow_errors=True,
-                            extra_arguments=KERNEL_ARGS,
-                            resources={"metadata": {"path": str(tmp / "check")}})
-    verdicts = {}
-    with client.setup_kernel():
-        for student, nb in out.items():
-            client.nb = nb
-            for i, cell in enumerate(nb.cells):
-                client.execute_cell(cell, i)
-            verdicts[student] = {grade_id(c): failures(c) for c in nb.cells
-                                 if is_test(c) and c.source.strip() and failures(c)}
-    return verdicts
-
-
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory):
     """{assignment: (autograde's verdicts, grader check's)}. The checks run in one kernel (one
@@ -109,7 +67,8 @@ def graded(tmp_path_factory):
     for assignment in ASSIGNMENTS:
         release(course, assignment)
     with ThreadPoolExecutor(1) as beside:
-        checks = {a: beside.submit(checked, course, a, root / a) for a in ASSIGNMENTS}
+        checks = {a: beside.submit(checked, course, a, students(a), root / a)
+                  for a in ASSIGNMENTS}
         grades = {a: autograded(course, a, root / a) for a in ASSIGNMENTS}
         return {a: (grades[a], checks[a].result()) for a in ASSIGNMENTS}
 
@@ -139,7 +98,7 @@ def test_mistake_loses_points_and_names_no_wrong_cause(graded, mistake):
     result, failed = graded[mistake.assignment][0][mistake.id]
     assert result.auto_score < result.auto_max, f"{mistake.id} lost no points"
     hidden = [gid for gid in failed if gid not in SKIP
-              and _visible(mistake.assignment).get(gid) != "visible"]
+              and visible_tests(mistake.assignment).get(gid) != "visible"]
     assert hidden or mistake.cause in VISIBLE_CHECKS, (
         f"{mistake.id} fails no hidden test, only {sorted(failed)}")
     named = {c for message in failed.values() for c in named_causes(message)}
@@ -172,39 +131,4 @@ def test_check_and_autograde_agree_on_visible_tests(graded, case):
     assignment = next((c.assignment for c in CASES if c.id == case), None)
     for a in [assignment] if assignment else ASSIGNMENTS:
         (_, failed), verdicts = graded[a][0][case], graded[a][1][case]
-        kinds = _visible(a)
-        for gid in set(kinds) - SKIP:
-            if kinds[gid] == "visible":
-                agree = (gid in failed) == (gid in verdicts)
-            else:
-                agree = gid in failed or gid not in verdicts
-            assert agree, (
-                f"{case}, {gid} ({kinds[gid]}): autograde {'fails' if gid in failed else 'passes'}"
-                f" it, grader check {'fails' if gid in verdicts else 'passes'} it: "
-                f"{failed.get(gid) or verdicts.get(gid)}")
-
-
-@functools.cache
-def _visible(assignment) -> dict[str, str]:
-    """{grade_id: 'visible' (no hidden part) or 'mixed'} of the tests with visible code."""
-    nb = nbformat.read(REPO / "assignments" / assignment / f"{assignment}.ipynb", as_version=4)
-    kinds = {}
-    for cell in nb.cells:
-        shown = _released(cell.source)
-        if is_test(cell) and any(line.strip() and not line.strip().startswith("#")
-                                 for line in shown.splitlines()):
-            kinds[grade_id(cell)] = "visible" if shown == cell.source else "mixed"
-    return kinds
-
-
-def _released(source: str) -> str:
-    """The source without its hidden-test blocks, as the released notebook shows it."""
-    out, hidden = [], False
-    for line in source.splitlines(keepends=True):
-        if line.strip() == "### BEGIN HIDDEN TESTS":
-            hidden = True
-        elif line.strip() == "### END HIDDEN TESTS":
-            hidden = False
-        elif not hidden:
-            out.append(line)
-    return "".join(out) if "### BEGIN HIDDEN TESTS" in source else source
+        assert not (found := disagreements(a, failed, verdicts)), f"{case}: {found}"

@@ -3,7 +3,8 @@ mutants`): mutants of every function students write, judged by the differential 
 through autograde, and reported: a table per assignment, then every survivor, every equivalent
 mutant that lost points and every wrong or unverified cause with its diff; the whole outcome as
 JSON in build/mutants/ASSIGNMENT.json. Exit status 1 when a goal is missed (a survivor, an
-equivalent mutant that lost points, a wrong cause, the unchanged solution short of full marks).
+equivalent mutant that lost points, a wrong cause, `grader check` and autograde at odds on
+a mutant's visible tests, the unchanged solution short of full marks).
 """
 
 from __future__ import annotations

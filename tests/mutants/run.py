@@ -13,6 +13,10 @@ Outcome of each mutant:
   expected.py expects none: NO_CAUSE), `none` (no cause named), or `unverified` (a cause named
   where nothing says which to expect: listed for review);
 - survived: not equivalent, and full marks: a slip no test sees.
+
+Beside the autograde run, `grader check`'s verdicts on every mutant's visible tests, run in one
+kernel as the catalogue runs them (tests/verdicts.py): where the two disagree on a mutant, a
+student would see one verdict and be graded by another (a goal missed, whatever the status).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import json
 import random
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -34,6 +39,7 @@ from grader.release import release
 from tests.mutants import equivalence
 from tests.mutants.operators import Mutant, mutants
 from tests.mutants.regimes import probes
+from tests.verdicts import checked, disagreements
 
 ASSIGNMENTS = ["soft_select", "by_hand", "rnn_attention", "self_attention", "transformer",
                "efficient_attention"]  # the course's order
@@ -54,6 +60,7 @@ class Outcome:
     max_score: float | None = None
     failed: dict[str, str] = field(default_factory=dict)  # test grade_id -> message
     named: list[str] = field(default_factory=list)
+    check_disagrees: list[str] = field(default_factory=list)  # grader check vs autograde
 
     @property
     def lost_points(self) -> bool:
@@ -94,7 +101,8 @@ class Report:
 
     def problems(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.status in ("survived", "equivalent, lost points",
-                                                         "not graded") or o.cause == "wrong"]
+                                                         "not graded") or o.cause == "wrong"
+                or o.check_disagrees]
 
 
 def pick(all_mutants: list[Mutant], sample: int | None, seed: int) -> list[Mutant]:
@@ -131,8 +139,11 @@ def grade(assignment: str, chosen: list[Mutant], outcomes: list[Outcome], worker
         write_class(course.source / assignment / f"{notebook}.ipynb",
                     course.release / assignment / f"{notebook}.ipynb", students, submissions,
                     assignment)
-    results = {r.student: r for r in autograde(course, assignment, submissions,
-                                               progress=lambda line: None, workers=workers)}
+    with ThreadPoolExecutor(1) as beside:  # one kernel, beside the autograde run
+        checks = beside.submit(checked, course, assignment, students, folder)
+        results = {r.student: r for r in autograde(course, assignment, submissions,
+                                                   progress=lambda line: None, workers=workers)}
+        verdicts = checks.result()
     for m, outcome in zip(chosen, outcomes, strict=True):
         result = results.get(m.student)
         if result is None or result.error:
@@ -142,6 +153,8 @@ def grade(assignment: str, chosen: list[Mutant], outcomes: list[Outcome], worker
         outcome.failed = failed_tests(course, m.student, assignment)
         outcome.named = sorted({c for message in outcome.failed.values()
                                 for c in named_causes(message)})
+        outcome.check_disagrees = disagreements(assignment, outcome.failed,
+                                                verdicts.get(m.student, {}))
     control = results.get(CONTROL)
     return bool(control and not control.error and control.auto_score == control.auto_max)
 
@@ -189,7 +202,7 @@ def write_json(report: Report, folder: Path) -> Path:
 
 
 COLUMNS = ("generated", "graded", "equivalent", "killed", "survived", "eq. lost points",
-           "right", "none", "wrong", "unverified", "seconds")
+           "right", "none", "wrong", "unverified", "check != autograde", "seconds")
 
 
 def table(reports: list[Report]) -> str:
@@ -198,7 +211,9 @@ def table(reports: list[Report]) -> str:
         rows.append((r.assignment, r.generated, len(r.outcomes), r.count("equivalent"),
                      r.count("killed"), r.count("survived"), r.count("equivalent, lost points"),
                      r.count(cause="right"), r.count(cause="none"), r.count(cause="wrong"),
-                     r.count(cause="unverified"), f"{sum(r.seconds.values()):.0f}"))
+                     r.count(cause="unverified"),
+                     sum(bool(o.check_disagrees) for o in r.outcomes),
+                     f"{sum(r.seconds.values()):.0f}"))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(str(v).rjust(w) if i else str(v).ljust(w)
                                for i, (v, w) in enumerate(zip(row, widths, strict=True)))
@@ -213,12 +228,16 @@ def details(report: Report) -> str:
         lines.append(f"{report.assignment}: the unchanged solution did not earn full marks")
     for o in report.outcomes:
         if o.status in ("survived", "equivalent, lost points", "not graded") or \
-                o.cause in ("wrong", "unverified"):
+                o.cause in ("wrong", "unverified") or o.check_disagrees:
             label = o.status if o.cause in (None, "right", "none") else f"cause {o.cause}"
+            if o.check_disagrees:
+                label += ", grader check disagrees with autograde"
             lines.append(f"\n{label}: {o.mutant} ({o.operator}: {o.what}); expected cause "
                          f"{o.expected_cause}; named {o.named or 'none'}")
             if o.disagreement:
                 lines.append(f"  harness: {o.disagreement}")
+            lines.extend(f"  check vs autograde: {d.splitlines()[0][:150]}"
+                         for d in o.check_disagrees)
             if o.failed and o.status != "survived":
                 lines.extend(f"  {gid}: {msg.splitlines()[0][:150]}"
                              for gid, msg in o.failed.items())

@@ -5,7 +5,8 @@ The fast tests check the tools themselves: each operator makes the slip it model
 known to differ is judged not equivalent, and rewrites that change nothing a caller can see are
 judged equivalent. The slow test grades a fixed sample (5 mutants of each of two assignments,
 drawn with a fixed seed) the way `make mutants` grades them all: every mutant that is not
-equivalent loses points, every equivalent one keeps full marks, no message names a wrong cause.
+equivalent loses points, every equivalent one keeps full marks, no message names a wrong cause,
+and `grader check` gives every mutant's visible tests the verdicts autograde gives them.
 """
 
 from __future__ import annotations
@@ -137,5 +138,6 @@ def test_fixed_sample_is_killed_kept_or_named_rightly(assignment):
     assert report.control_full_marks, f"{assignment}: the unchanged solution lost points"
     assert len(report.outcomes) == SAMPLE[assignment]
     problems = [f"{o.mutant} ({o.what}): {o.status}, cause {o.cause}, named {o.named}, "
-                f"failed {sorted(o.failed)}\n{o.diff}" for o in report.problems()]
+                f"failed {sorted(o.failed)}, check vs autograde {o.check_disagrees}\n{o.diff}"
+                for o in report.problems()]
     assert not problems, "\n".join(problems)
