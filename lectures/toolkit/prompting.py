@@ -62,3 +62,30 @@ def accuracy_by_shots(model, x: torch.Tensor, tokens: torch.Tensor):
                             for k in range(x.size(1))])
     on_new = torch.stack([correct[~shown[:, k], k].mean() for k in range(x.size(1))])
     return correct.mean(0), on_shown, on_new
+
+
+# Grammar correction in miniature (lecture 7's Try-it): every sentence is a subject and a verb in
+# the wrong form, and each prompt asks for one of two tasks, shown only by its examples.
+SUBJECTS = ("I", "you", "he", "she")  # tokens 0-3; "he" and "she" take the -s form
+VERBS = ("walk", "sing", "read")      # base forms: tokens 4-6; their -s forms: tokens 7-9
+CORRECTION_VOCAB = [*SUBJECTS, *VERBS, *(verb + "s" for verb in VERBS)]
+
+
+def correction_prompts(n: int, n_examples: int, *, generator=None):
+    """n prompts of n_examples + 1 ungrammatical sentences ("he walk", "I walks") each, every
+    prompt with a task of its own: 1 = write the verb in the form that agrees with the subject,
+    0 = copy the verb as written.
+
+    Returns (task (n,), tokens (n, 3 (n_examples + 1))): for each sentence its subject, its verb
+    as written (always the wrong form) and the verb as the task writes it. The last sentence is
+    the query; predicting its third token after k examples is a k-shot problem.
+    """
+    n_s, n_v = len(SUBJECTS), len(VERBS)
+    task = torch.randint(0, 2, (n,), generator=generator)                   # (n,)
+    subject = torch.randint(0, n_s, (n, n_examples + 1), generator=generator)
+    verb = torch.randint(0, n_v, (n, n_examples + 1), generator=generator)
+    takes_s = (subject >= 2).long()                                         # he, she
+    agreeing = n_s + verb + n_v * takes_s                                   # the right form
+    written = n_s + verb + n_v * (1 - takes_s)                              # the wrong one
+    answer = torch.where(task[:, None] == 1, agreeing, written)
+    return task, torch.stack([subject, written, answer], dim=-1).flatten(1)

@@ -63,3 +63,19 @@ def test_accuracy_by_shots_splits_shown_and_new_queries():
     assert (on_shown[1:] == 1).all()
     assert (on_new < 0.5).all()
     assert (overall[1:] > overall[0]).all()
+
+
+def test_correction_prompts_are_ungrammatical_and_ask_for_one_task_each():
+    from lectures.toolkit.prompting import CORRECTION_VOCAB, SUBJECTS, VERBS, correction_prompts
+
+    task, tokens = correction_prompts(500, 3, generator=torch.Generator().manual_seed(0))
+    assert tokens.shape == (500, 12) and 150 < int(task.sum()) < 350
+    words = [[CORRECTION_VOCAB[t] for t in row] for row in tokens.tolist()]
+    for t, row in zip(task.tolist(), words, strict=True):
+        for subject, written, answer in zip(row[0::3], row[1::3], row[2::3], strict=True):
+            assert subject in SUBJECTS
+            takes_s = subject in ("he", "she")
+            agreeing = written.rstrip("s") + ("s" if takes_s else "")
+            assert written != agreeing, f"{subject} {written} is grammatical"
+            assert written.rstrip("s") in VERBS
+            assert answer == (agreeing if t == 1 else written)
