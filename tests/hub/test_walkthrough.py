@@ -39,7 +39,6 @@ SHOTS = REPO / "build" / "screenshots"
 TIMEOUT_MS = 90_000  # one wait (CI has two cores)
 SLOW_MS = 180_000  # a server's first start, a validation (a kernel runs the whole notebook)
 STORY = {s.id: s for s in SELF_ATTENTION_CLASS}
-WRITTEN = "written_scale"  # the grade_id of the written answer, marked by hand
 
 
 def home(user: str) -> Path:
@@ -64,6 +63,13 @@ def points(nb) -> tuple[float, float]:
             else:
                 manual += meta["points"]
     return auto, manual
+
+
+def written_cells(nb) -> list[tuple[str, float]]:
+    """(grade_id, points) of each answer marked by hand, in the notebook's order."""
+    return [(c.metadata["nbgrader"]["grade_id"], c.metadata["nbgrader"]["points"])
+            for c in nb.cells if c.cell_type == "markdown"
+            and c.metadata.get("nbgrader", {}).get("grade")]
 
 
 def hidden_lines(nb) -> list[str]:
@@ -365,7 +371,7 @@ def test_5_instructor_collects_grades_and_publishes_feedback(flow):
     assert re.search(r"Summary: 2 graded, 0 unchanged and skipped, 0 could not be graded", out), \
         out
 
-    # The written answer, by hand: Manual Grading > assignment > notebook > A's submission.
+    # The written answers, by hand: Manual Grading > assignment > notebook > A's submission.
     page = flow.pages[flow.instructor]
     page.goto(f"{flow.server(flow.instructor)}/formgrader")
     page.get_by_role("link", name="Manual Grading").click()
@@ -377,15 +383,18 @@ def test_5_instructor_collects_grades_and_publishes_feedback(flow):
     page.click("#toggle_names")  # names instead of "Submission #n"
     flow.shot(page, "formgrader_manual_grading")
     page.get_by_role("link", name=a, exact=True).click()
-    score = page.locator(f"input.score#{WRITTEN}")
-    expect(score).to_be_visible()
-    score.scroll_into_view_if_needed()
-    with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url
-                              and r.request.method == "PUT") as saved:
-        score.fill(f"{manual:g}")
-        score.press("Tab")  # leaving the field saves it
-    assert saved.value.ok, saved.value.text()
-    assert float(saved.value.json()["manual_score"]) == manual
+    written = written_cells(nbformat.read(SOURCE, as_version=4))
+    assert sum(p for _, p in written) == manual
+    for grade_id, full in written:  # each answer its full points
+        score = page.locator(f"input.score#{grade_id}")
+        expect(score).to_be_visible()
+        score.scroll_into_view_if_needed()
+        with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url
+                                  and r.request.method == "PUT") as saved:
+            score.fill(f"{full:g}")
+            score.press("Tab")  # leaving the field saves it
+        assert saved.value.ok, saved.value.text()
+        assert float(saved.value.json()["manual_score"]) == full
     page.evaluate("() => document.activeElement.blur()")
     score.evaluate("e => e.closest('.nbgrader_cell').scrollIntoView({block: 'center'})")
     flow.shot(page, "formgrader_written_answer_graded")
@@ -427,9 +436,11 @@ def test_6_student_fetches_and_reads_feedback(flow):
     auto, manual = points(nbformat.read(SOURCE, as_version=4))
     total = auto + manual
     expect(feedback.locator("body")).to_contain_text(f"(Score: {total:.1f} / {total:.1f})")
-    expect(feedback.locator("#toc")).to_contain_text(re.compile(  # named by its question
-        rf"Graded\s*Written answer: .*\(Score: {manual:.1f} / {manual:.1f}\)",
-        re.S))  # (its formulas, as MathML, span lines)
+    written = written_cells(nbformat.read(SOURCE, as_version=4))
+    for _, full in written:  # each named by its question (its formulas, as MathML, span lines)
+        expect(feedback.locator("#toc")).to_contain_text(re.compile(
+            rf"Graded\s*Written answer: .*\(Score: {full:.1f} / {full:.1f}\)", re.S))
+    assert feedback.locator("#toc").inner_text().count("Written answer:") == len(written)
     flow.shot(feedback, "student_a_feedback_page")
 
     text = feedback.locator("body").inner_text()
@@ -454,11 +465,12 @@ def test_7_gradebook_and_exports(flow):
     with Gradebook(f"sqlite:///{flow.h.hub.course}/gradebook.db", COURSE_ID) as gb:
         sa = gb.find_submission(ASSIGNMENT, a)
         sb = gb.find_submission(ASSIGNMENT, b)
-        written = gb.find_grade(WRITTEN, ASSIGNMENT, ASSIGNMENT, a)
+        written = [gb.find_grade(grade_id, ASSIGNMENT, ASSIGNMENT, a)
+                   for grade_id, _ in written_cells(nbformat.read(SOURCE, as_version=4))]
         a_score, a_max, a_code = sa.score, sa.max_score, sa.code_score
         a_late, b_late = sa.total_seconds_late, sb.total_seconds_late
         a_time, b_time = sa.timestamp, sb.timestamp
-        written_score = written.manual_score
+        written_score = sum(grade.manual_score for grade in written)
         due = gb.find_assignment(ASSIGNMENT).duedate
     assert written_score == manual
     assert a_code == auto and a_score == a_max == auto + manual
