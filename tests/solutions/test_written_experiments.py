@@ -40,3 +40,26 @@ def test_self_attention_spread_table_and_gap():
     assert round(4 * rows[4][0]) == 2 and round(1024 * rows[1024][0]) == 16
     # the gap log N - H settles near sigma^2 / 2 = 0.5 for unit-variance scores
     assert math.log(1024) - rows[1024][1] == pytest.approx(0.5, abs=0.02)
+
+
+def test_efficient_attention_block_table():
+    from grader.checks.memory import count_operations, peak_memory
+    from solutions.efficient import tiled_attention
+
+    text = answer("efficient_attention", "experiment_blocks")
+    g = torch.Generator().manual_seed(0)
+    n, d = 1024, 16
+    q, k, v = (torch.randn(n, d, generator=g) for _ in range(3))
+
+    def naive():
+        return torch.softmax(q @ k.T / math.sqrt(d), dim=-1) @ v
+
+    assert f"and {round(peak_memory(naive) / 1024):,} KiB for `naive_attention`" in text
+    peaks = {}
+    for block in (16, 64, 256, 1024):
+        peaks[block] = peak_memory(lambda b=block: tiled_attention(q, k, v, b, b))
+        ops = count_operations(lambda b=block: tiled_attention(q, k, v, b, b))
+        row = f"| {block} | {(n // block) ** 2} | {round(peaks[block] / 1024):,} KiB | {ops:,} |"
+        assert row in text, row
+    assert 7 < peaks[256] / peaks[64] < 9  # "about 8 times the peak"
+    assert peaks[1024] > peak_memory(naive)  # one block peaks above the naive version
