@@ -48,23 +48,41 @@ def alone(seed, steps, lr, warmup, record):
         opt.step()
         sched.step()
         losses.append(loss.item())
-    return torch.tensor(losses), torch.tensor(grads)
+    return torch.tensor(losses), torch.tensor(grads), model
 
 
 def test_each_seed_trains_as_it_would_alone():
     seeds = (3, 7, 11)
-    losses, grads = train_seeds(Tagger, seeds, batch, steps=40, lr=1e-2, warmup=10, record=4,
-                                groups=["layers.0.", "layers.1."])
-    assert losses.shape == (40, 3) and grads.shape == (4, 3, 2)
+    losses, grads, models = train_seeds(Tagger, seeds, batch, steps=40, lr=1e-2, warmup=10,
+                                        record=4, groups=["layers.0.", "layers.1."])
+    assert losses.shape == (40, 3) and grads.shape == (4, 3, 2) and len(models) == 3
+    x = torch.arange(10).view(2, 5)
     for i, seed in enumerate(seeds):
-        want_losses, want_grads = alone(seed, 40, 1e-2, 10, 4)
+        want_losses, want_grads, want_model = alone(seed, 40, 1e-2, 10, 4)
         torch.testing.assert_close(losses[:, i], want_losses, rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(grads[:, i], want_grads, rtol=1e-4, atol=1e-6)
+        with torch.no_grad():                                 # the trained weights come back
+            torch.testing.assert_close(models[i](x), want_model(x), rtol=1e-4, atol=1e-5)
     assert losses[-5:].mean() < 0.5 * losses[:5].mean()       # it trained
     assert not torch.equal(losses[:, 0], losses[:, 1])         # the seeds differ
 
 
 def test_the_warm_up_is_applied():
-    cold, _ = train_seeds(Tagger, (0,), batch, steps=3, lr=1e-1)
-    warm, _ = train_seeds(Tagger, (0,), batch, steps=3, lr=1e-1, warmup=1000)
+    cold = train_seeds(Tagger, (0,), batch, steps=3, lr=1e-1).losses
+    warm = train_seeds(Tagger, (0,), batch, steps=3, lr=1e-1, warmup=1000).losses
     assert cold[0] == warm[0] and not torch.equal(cold[1:], warm[1:])  # same start, tiny steps
+
+
+def test_a_loss_of_the_models_own_output():
+    """A model that returns a tuple is trained on what `loss` makes of it."""
+
+    class Pair(Tagger):
+        def forward(self, x):
+            return super().forward(x), "extra"
+
+    def first(out, y):
+        return F.cross_entropy(out[0].flatten(0, 1), y.flatten())
+
+    paired = train_seeds(Pair, (5,), batch, steps=5, lr=1e-2, loss=first).losses
+    plain = train_seeds(Tagger, (5,), batch, steps=5, lr=1e-2).losses
+    torch.testing.assert_close(paired, plain)
