@@ -161,7 +161,8 @@ def test_errors_in_answer_cells_name_kind_cell_and_line(checked):
     assert "were never defined" not in done.stdout
     assert re.search(r"Written answers not given yet.*\n  written answer written_temperature "
                      r"\(cell \d+, below \"\*\*Question 2", done.stdout), done.stdout
-    assert "written_stable_softmax" not in done.stdout  # answered: not listed
+    for answered in ("written_stable_softmax", "experiment_bandwidth"):
+        assert answered not in done.stdout  # answered: not listed
 
 
 def test_a_blank_notebook_says_not_answered_yet(checked):
@@ -176,7 +177,9 @@ def test_a_blank_notebook_says_not_answered_yet(checked):
         assert re.search(rf"not answered yet:  answer cell {answer} \(", done.stdout), answer
     assert re.search(r"Written answers not given yet.*\n  written answer written_stable_softmax "
                      r"\(cell \d+, below \"\*\*Question 1.*\n  written answer "
-                     r"written_temperature", done.stdout), done.stdout
+                     r"written_temperature .*\n  written answer experiment_bandwidth \(cell \d+, "
+                     r"below \"\*\*Question \(3 points\)\.\*\* The bandwidth", done.stdout), \
+        done.stdout
 
 
 def test_stored_failures_are_not_counted_either(checked):

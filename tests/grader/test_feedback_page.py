@@ -98,7 +98,8 @@ def test_tests_are_named_as_the_notebook_describes_them(page_of):
     assert "Hidden test: gradients flow through your softmax" in names, names
     assert any(n.startswith("Written answer: Question 1: Subtracting the row's maximum")
                for n in names), names
-    assert len(set(names)) == len(names) == 12  # 10 tests and 2 written answers, each its own
+    assert "Written answer: Question: The bandwidth is attention pooling's temperature." in names
+    assert len(set(names)) == len(names) == 13  # 10 tests and 3 written answers, each its own
     # each link leads to its cell, whose heading carries the same name
     href = page.locator("#toc a", has_text="huge and tiny scores").get_attribute("href")
     heading = page.locator(f"a[name='{href[1:]}'] + .panel-heading")
@@ -152,12 +153,13 @@ def test_written_answers_not_graded_yet_say_so(page_of):
     page = page_of("alice")
     toc = _toc(page)
     written = {name: v for name, v in toc.items() if name.startswith("Written answer")}
-    assert len(written) == 2
+    assert len(written) == 3
     for word, text in written.values():
-        assert "Not graded yet" in word and "not graded yet" in text and "0.0 / 2.0" not in text
+        assert "Not graded yet" in word and "not graded yet" in text
+        assert "0.0 / 2.0" not in text and "0.0 / 3.0" not in text
     assert "not graded yet" in page.locator("#grader-pending").inner_text().lower()
     panel = page.locator("div.nbgrader_cell.grader-ungraded")
-    assert panel.count() == 2 and "not graded yet" in panel.first.inner_text()
+    assert panel.count() == 3 and "not graded yet" in panel.first.inner_text()
 
 
 def test_publish_warns_of_written_answers_until_they_are_graded(graded, page_of):
@@ -167,20 +169,24 @@ def test_publish_warns_of_written_answers_until_they_are_graded(graded, page_of)
     done = grader("--course", str(course), "feedback", "soft_select", "--publish", cwd=graded)
     warning = done.stdout[done.stdout.index("warning: written answers not graded yet"):]
     for student in ("alice", "carol", "dan"):
-        assert re.search(rf"^  {student} +soft_select: written_stable_softmax, soft_select: "
-                         "written_temperature$", warning, re.M), done.stdout
+        assert re.search(rf"^  {student} +soft_select: experiment_bandwidth, soft_select: "
+                         "written_stable_softmax, soft_select: written_temperature$", warning,
+                         re.M), done.stdout  # (sorted by name)
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:
-        for written in ("written_stable_softmax", "written_temperature"):
+        for written in ("written_stable_softmax", "written_temperature", "experiment_bandwidth"):
             gb.find_grade(written, "soft_select", "soft_select", "alice").manual_score = 1.5
         gb.db.commit()
     done = grader("--course", str(course), "feedback", "soft_select", "--publish", "--to",
                   str(graded / "after"), cwd=graded)
     warning = done.stdout[done.stdout.index("warning: written answers not graded yet"):]
     assert not re.search(r"^  alice ", warning, re.M), done.stdout
-    assert re.search(r"^  carol +soft_select: written_stable_softmax", warning, re.M)
+    assert re.search(r"^  carol +soft_select: experiment_bandwidth, soft_select: "
+                     "written_stable_softmax", warning, re.M)
 
     written = {n: v for n, v in _toc(page_of("alice", "after")).items()
                if n.startswith("Written answer")}
-    for word, text in written.values():
-        assert "Graded" in word and "1.5 / 2.0" in text and "not graded yet" not in text
+    assert len(written) == 3
+    for name, (word, text) in written.items():
+        out_of = "3.0" if name.startswith("Written answer: Question: The bandwidth") else "2.0"
+        assert "Graded" in word and f"1.5 / {out_of}" in text and "not graded yet" not in text
