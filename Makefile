@@ -99,7 +99,7 @@ lab: $(STAMP)
 lectures: $(STAMP)
 	cd lectures && ../$(BIN)/python -m toolkit.execute
 
-## Everything that needs a CUDA device: `pytest -m cuda` and the lectures' GPU cells (lecture 06
+## Everything that needs a CUDA device: `pytest -m cuda` and the lectures' GPU cells (lecture 08
 ## executed whole), executed copies and a JUnit report in build/cuda/. Fails without a device.
 cuda-check: $(STAMP)
 	$(BIN)/python tests/cuda_checks.py build/cuda

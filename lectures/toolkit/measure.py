@@ -1,7 +1,7 @@
 """Measure what a computation costs: wall time and memory, and how both grow with size.
 
-Used by the lectures that compare attention with RNNs and convolutions (04) and that make
-attention cheaper (06). The machines that run the course are shared and noisy, so timings are
+Used by the lectures that compare attention with RNNs and convolutions (05) and that make
+attention cheaper (08). The machines that run the course are shared and noisy, so timings are
 medians over repeats, and memory is counted from the tensors PyTorch actually allocates rather
 than from the process size (which the allocator and other libraries blur).
 

@@ -1,4 +1,4 @@
-"""Few-shot prompts in miniature (lecture 7): every sequence carries its own task.
+"""Few-shot prompts in miniature (lecture 9): every sequence carries its own task.
 
 A task is a random one-to-one mapping of `n_symbols` input symbols onto `n_symbols` output
 symbols, drawn afresh for every sequence. A sequence writes `n_pairs` examples of it one after
@@ -64,7 +64,7 @@ def accuracy_by_shots(model, x: torch.Tensor, tokens: torch.Tensor):
     return correct.mean(0), on_shown, on_new
 
 
-# Grammar correction in miniature (lecture 7's Try-it): every sentence is a subject and a verb in
+# Grammar correction in miniature (lecture 9's Try-it): every sentence is a subject and a verb in
 # the wrong form, and each prompt asks for one of two tasks, shown only by its examples.
 SUBJECTS = ("I", "you", "he", "she")  # tokens 0-3; "he" and "she" take the -s form
 VERBS = ("walk", "sing", "read")      # base forms: tokens 4-6; their -s forms: tokens 7-9

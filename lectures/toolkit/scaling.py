@@ -1,4 +1,4 @@
-"""The scaling table of lecture 7: twelve Transformers from BERT to LLaMA, with their sources.
+"""The scaling table of lecture 9: twelve Transformers from BERT to LLaMA, with their sources.
 
 Why: "GPT-3 took 3.14e23 FLOPs" is only worth teaching if one can check it. Each figure here is
 stored with the paper it comes from, so the lecture can print a sources column and test the
@@ -7,7 +7,7 @@ figures against two rules of thumb:
 - training compute C ~ 6 N D FLOPs for N parameters and D training tokens (2 N D for the
   forward pass: one multiply and one add per weight and token; twice that for the backward
   pass), the rule Kaplan et al. (2020) and Brown et al. (2020) use;
-- parameters N ~ 12 L d^2 + V d for L blocks of width d and a vocabulary of V (lecture 5,
+- parameters N ~ 12 L d^2 + V d for L blocks of width d and a vocabulary of V (lecture 7,
   `toolkit.sizes`), true when the MLP is 4 d wide and the heads together are d wide.
 
 Numbers that a paper does not give are None, never guessed. A token count a paper does not

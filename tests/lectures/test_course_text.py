@@ -1,4 +1,4 @@
-"""The course text suits the character-level language model of lecture 5."""
+"""The course text suits the character-level language model of lecture 7."""
 
 from lectures.toolkit.course_text import ATTENTION_TEXT
 
@@ -11,5 +11,5 @@ def test_plain_text_long_enough_for_training_windows():
 
 
 def test_lecture_prompts_use_only_characters_of_the_text():
-    for prompt in ("Attention ", "A block "):  # the prompts lecture 5 generates from
+    for prompt in ("Attention ", "A block "):  # the prompts lecture 7 generates from
         assert set(prompt) <= set(ATTENTION_TEXT)
