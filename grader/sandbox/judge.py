@@ -268,15 +268,23 @@ def _where_the_test_stopped(e: BaseException, source: str, name: str) -> str:
 
 
 def _hidden(lines: list[str], at: int) -> bool:
-    """Whether line `at` (from 1) lies between BEGIN and END HIDDEN TESTS."""
-    inside = False
+    """Whether line `at` (from 1) is one that nbgrader's ClearHiddenTests removes on release,
+    by its delimiters and its rule (a line containing the begin delimiter opens the region, one
+    containing the end delimiter closes it, and both go with it), so that the two never
+    disagree on what the student was shown."""
+    from nbgrader.preprocessors import ClearHiddenTests  # only once a test's own code failed
+
+    begin = ClearHiddenTests.begin_test_delimeter.default_value  # (nbgrader's spelling)
+    end = ClearHiddenTests.end_test_delimeter.default_value
+    inside, shown = False, True
     for text in lines[:at]:
-        marker = text.strip().upper()
-        if marker.startswith("### BEGIN HIDDEN TESTS"):
-            inside = True
-        elif marker.startswith("### END HIDDEN TESTS"):
-            inside = False
-    return inside
+        if begin in text:
+            inside, shown = True, False
+        elif end in text:
+            inside, shown = False, False
+        else:
+            shown = not inside
+    return not shown
 
 
 class _Unusable:

@@ -8,15 +8,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from grader.course import REPO, Course
 from grader.release import release
-
-
-def nbgrader_cell(cell, grade_id, *, solution=False, grade=False, points=None):
-    meta = {"grade": grade, "grade_id": grade_id, "locked": not solution,
-            "schema_version": 3, "solution": solution, "task": False}
-    if points is not None:
-        meta["points"] = points
-    cell.metadata["nbgrader"] = meta
-    return cell
+from tests.notebooks import nbgrader_cell
 
 
 def tiny_notebook():

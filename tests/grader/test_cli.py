@@ -318,13 +318,11 @@ def sleepy_course(root: Path) -> None:
     """A course whose one assignment has a solution cell that sleeps (the student's code)."""
     from nbformat.v4 import new_code_cell, new_notebook
 
+    from tests.notebooks import nbgrader_cell
+
     def cell(source, grade_id, solution=False, points=None):
-        c = new_code_cell(source)
-        c.metadata["nbgrader"] = {"grade": points is not None, "grade_id": grade_id,
-                                  "locked": not solution, "schema_version": 3,
-                                  "solution": solution, "task": False,
-                                  **({"points": points} if points else {})}
-        return c
+        return nbgrader_cell(new_code_cell(source), grade_id, solution=solution,
+                             grade=points is not None, points=points)
 
     nb = new_notebook(cells=[
         cell("def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION",

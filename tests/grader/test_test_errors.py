@@ -13,6 +13,7 @@ from grader.autograde import autograde
 from grader.course import Course
 from grader.feedback import feedback
 from grader.release import release
+from tests.notebooks import nbgrader_cell
 
 VISIBLE = ("import torch\n"
            "out, total = attend(torch.ones(3, 2))\n"
@@ -27,13 +28,6 @@ ANSWERS = {
     "misspelt": "def atend(x):\n    return x, x.sum()",
     "off_by_one": "def attend(x):\n    return x, x.sum() + 1",  # a bare assert fails
 }
-
-
-def nbgrader_cell(cell, grade_id, *, solution=False, grade=False, points=None):
-    cell.metadata["nbgrader"] = {"grade": grade, "grade_id": grade_id, "locked": not solution,
-                                 "schema_version": 3, "solution": solution, "task": False,
-                                 **({"points": points} if points is not None else {})}
-    return cell
 
 
 def errors_notebook():
@@ -110,3 +104,34 @@ def test_a_checks_own_message_is_left_as_it_is(graded):
     # the visible assert has a message of its own: nothing is added to it
     assert errors["off_by_one"] == {"test_attend_hidden":
                                     "the test's check failed at a line of the hidden tests"}
+
+
+HIDDEN_REGIONS = {
+    "nbgrader's own delimiters": "a = 1\n### BEGIN HIDDEN TESTS\nb = 2\n### END HIDDEN TESTS\nc = 3",
+    "one hash": "a = 1\n# BEGIN HIDDEN TESTS\nb = 2\nb2 = 2\n# END HIDDEN TESTS\nc = 3",
+    "indented, in a loop": ("for i in range(2):\n    a = i\n    ### BEGIN HIDDEN TESTS\n"
+                            "    b = i\n    ### END HIDDEN TESTS\nc = 3"),
+    "two regions": ("a = 1\n### BEGIN HIDDEN TESTS (1)\nb = 2\n### END HIDDEN TESTS (1)\nc = 3\n"
+                    "### BEGIN HIDDEN TESTS (2)\nd = 4\n### END HIDDEN TESTS (2)\ne = 5"),
+    "lower case: not a delimiter": "a = 1\n### begin hidden tests\nb = 2",
+    "none": "a = 1\nb = 2",
+}
+
+
+@pytest.mark.parametrize("case", HIDDEN_REGIONS)
+def test_hidden_lines_are_the_lines_nbgrader_removes(case):
+    """A failing test's line is quoted only when the student was shown it: the judge reads the
+    hidden region as nbgrader's ClearHiddenTests does on release (a one-hash delimiter hides
+    lines too), not by a rule of its own."""
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    from grader.sandbox.judge import _hidden
+
+    source = HIDDEN_REGIONS[case]
+    cell = nbgrader_cell(new_code_cell(source), "t", grade=True, points=1)
+    ClearHiddenTests()._remove_hidden_test_region(cell)
+    kept = set(cell.source.splitlines())
+    lines = source.splitlines()
+    assert len(set(lines)) == len(lines)  # every line tells which one it is
+    assert [not _hidden(lines, at) for at in range(1, len(lines) + 1)] == [
+        line in kept for line in lines]
