@@ -111,8 +111,9 @@ HIDDEN_REGIONS = {
     "one hash": "a = 1\n# BEGIN HIDDEN TESTS\nb = 2\nb2 = 2\n# END HIDDEN TESTS\nc = 3",
     "indented, in a loop": ("for i in range(2):\n    a = i\n    ### BEGIN HIDDEN TESTS\n"
                             "    b = i\n    ### END HIDDEN TESTS\nc = 3"),
-    "two regions": ("a = 1\n### BEGIN HIDDEN TESTS (1)\nb = 2\n### END HIDDEN TESTS (1)\nc = 3\n"
-                    "### BEGIN HIDDEN TESTS (2)\nd = 4\n### END HIDDEN TESTS (2)\ne = 5"),
+    "two regions": ("a = 1\n### BEGIN HIDDEN TESTS (1)\nb = 2\n### END HIDDEN TESTS (1)\n"
+                    "c = 3\n### BEGIN HIDDEN TESTS (2)\nd = 4\n### END HIDDEN TESTS (2)\n"
+                    "e = 5"),
     "lower case: not a delimiter": "a = 1\n### begin hidden tests\nb = 2",
     "none": "a = 1\nb = 2",
 }
