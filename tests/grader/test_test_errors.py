@@ -107,7 +107,8 @@ def test_a_checks_own_message_is_left_as_it_is(graded):
 
 
 HIDDEN_REGIONS = {
-    "nbgrader's own delimiters": "a = 1\n### BEGIN HIDDEN TESTS\nb = 2\n### END HIDDEN TESTS\nc = 3",
+    "nbgrader's own delimiters": ("a = 1\n### BEGIN HIDDEN TESTS\nb = 2\n### END HIDDEN TESTS\n"
+                                  "c = 3"),
     "one hash": "a = 1\n# BEGIN HIDDEN TESTS\nb = 2\nb2 = 2\n# END HIDDEN TESTS\nc = 3",
     "indented, in a loop": ("for i in range(2):\n    a = i\n    ### BEGIN HIDDEN TESTS\n"
                             "    b = i\n    ### END HIDDEN TESTS\nc = 3"),
