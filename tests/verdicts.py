@@ -37,6 +37,17 @@ def failures(cell) -> str | None:
     return "\n".join(errors) or None
 
 
+def failed_tests(course: Course, student: str, assignment: str) -> dict[str, str]:
+    """{test grade_id: its error messages} from the student's autograded notebooks: the
+    verdicts of an autograde run, as the gradebook counts them."""
+    failed = {}
+    for path in (course.autograded / student / assignment).glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if is_test(cell) and failures(cell):
+                failed[grade_id(cell)] = failures(cell)
+    return failed
+
+
 def checked(course: Course, assignment: str, students: list[Student], tmp: Path
             ) -> dict[str, dict[str, str]]:
     """{student: {visible test grade_id: failure message}}: `grader check`'s verdicts, every

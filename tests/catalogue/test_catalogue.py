@@ -10,7 +10,6 @@ then every visible test cell, as `python -m grader check` runs them in a fresh k
 
 from concurrent.futures import ThreadPoolExecutor
 
-import nbformat
 import pytest
 from catalogue import FORMS, MISTAKES  # tests/catalogue/ is on sys.path (rootdir-less import)
 from forms import CODE_FORMS
@@ -20,7 +19,7 @@ from grader.checks.causes import CAUSES, named_causes
 from grader.course import REPO, Course
 from grader.demo.sample_class import Student, write_class
 from grader.release import release
-from tests.verdicts import SKIP, checked, disagreements, failures, grade_id, is_test, visible_tests
+from tests.verdicts import SKIP, checked, disagreements, failed_tests, visible_tests
 
 pytestmark = pytest.mark.slow
 # Causes that visible tests check by design, so that `grader check` reports them: the device
@@ -47,15 +46,8 @@ def autograded(course, assignment, tmp):
                     released / f"{notebook}.ipynb", students(assignment), submissions, assignment)
     results = {r.student: r for r in autograde(course, assignment, submissions,
                                                progress=lambda line: None)}
-    out = {}
-    for student, result in results.items():
-        failed = {}
-        for path in (course.autograded / student / assignment).glob("*.ipynb"):
-            for cell in nbformat.read(path, as_version=4).cells:
-                if is_test(cell) and failures(cell):
-                    failed[grade_id(cell)] = failures(cell)
-        out[student] = (result, failed)
-    return out
+    return {student: (result, failed_tests(course, student, assignment))
+            for student, result in results.items()}
 
 
 @pytest.fixture(scope="session")

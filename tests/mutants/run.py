@@ -29,8 +29,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import nbformat
-
 from grader.autograde import autograde
 from grader.checks.causes import named_causes
 from grader.course import REPO, Course
@@ -39,7 +37,7 @@ from grader.release import release
 from tests.mutants import equivalence
 from tests.mutants.operators import Mutant, mutants
 from tests.mutants.regimes import probes
-from tests.verdicts import checked, disagreements
+from tests.verdicts import checked, disagreements, failed_tests
 
 ASSIGNMENTS = ["soft_select", "by_hand", "rnn_attention", "self_attention", "transformer",
                "efficient_attention"]  # the course's order
@@ -157,21 +155,6 @@ def grade(assignment: str, chosen: list[Mutant], outcomes: list[Outcome], worker
                                                 verdicts.get(m.student, {}))
     control = results.get(CONTROL)
     return bool(control and not control.error and control.auto_score == control.auto_max)
-
-
-def failed_tests(course: Course, student: str, assignment: str) -> dict[str, str]:
-    """{test grade_id: its error messages} from the student's autograded notebooks."""
-    failed = {}
-    for path in (course.autograded / student / assignment).glob("*.ipynb"):
-        for cell in nbformat.read(path, as_version=4).cells:
-            meta = cell.metadata.get("nbgrader", {})
-            if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
-                continue
-            errors = [f"{o.ename}: {o.evalue}" for o in cell.get("outputs", [])
-                      if o.output_type == "error"]
-            if errors:
-                failed[meta["grade_id"]] = "\n".join(errors)
-    return failed
 
 
 def run(assignment: str, sample: int | None = None, seed: int = 0, workers: int = 1,
