@@ -16,6 +16,15 @@ def causal_mask(L: int, S: int | None = None, device=None) -> torch.Tensor:
     return torch.ones(L, S, dtype=torch.bool, device=device).tril()
 
 
+def sliding_window_mask(L: int, window: int, device=None) -> torch.Tensor:
+    """(L, L) boolean mask where query i may attend to keys i - window + 1 .. i: causal and
+    local, each query seeing at most `window` keys (sliding-window attention, as in Longformer,
+    Beltagy et al. 2020, and Mistral 7B, Jiang et al. 2023)."""
+    i = torch.arange(L, device=device)
+    offset = i[:, None] - i[None, :]  # (L, L): how far back key j lies from query i
+    return (offset >= 0) & (offset < window)
+
+
 def padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
     """(B, S) boolean mask, True for the first lengths[b] positions of sequence b.
 

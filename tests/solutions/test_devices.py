@@ -286,6 +286,41 @@ def _(c):
     return lambda: dec.greedy(feats, 1, 4, grid_size=(3, 2))
 
 
+@case("sliding_window_mask")
+def _(c):
+    return lambda: S.sliding_window_mask(T, 2, device=c.device)
+
+
+@case("rotary_angles")
+def _(c):
+    positions = torch.arange(T).to(device=c.device, dtype=c.dtype)
+    return lambda: S.rotary_angles(positions, D)
+
+
+@case("apply_rotary")
+def _(c):
+    x = c.randn(B, 2, T, D)
+    return lambda: S.apply_rotary(x)
+
+
+@case("GroupedQueryAttention")
+def _(c):
+    gqa, x = c.module(S.GroupedQueryAttention(D, 4, 2, rotary=True)), c.randn(B, T, D)
+    return lambda: gqa(x, is_causal=True)
+
+
+@case("RMSNorm")
+def _(c):
+    norm, x = c.module(S.RMSNorm(D)), c.randn(B, T, D)
+    return lambda: norm(x)
+
+
+@case("SwiGLU")
+def _(c):
+    mlp, x = c.module(S.SwiGLU(D, 12)), c.randn(B, T, D)
+    return lambda: mlp(x)
+
+
 NOT_ON_META = {"padding_mask.no_max_len": "int(lengths.max()) needs the data"}
 
 
