@@ -9,6 +9,7 @@ from .attention import SelfAttention, attend, general_attention, scaled_dot_prod
 from .captioning import CaptionDecoder, GridEncoder
 from .gqa import GroupedQueryAttention
 from .layernorm import LayerNorm
+from .linear_attention import linear_attention
 from .masking import causal_mask, masked_softmax, padding_mask, sliding_window_mask
 from .mlp import MLP
 from .multihead import MultiHeadAttention
@@ -53,6 +54,7 @@ __all__ = [
     "gaussian_kernel_weights",
     "general_attention",
     "hard_select",
+    "linear_attention",
     "masked_softmax",
     "nadaraya_watson",
     "padding_mask",

@@ -309,6 +309,18 @@ def _(c):
     return lambda: gqa(x, is_causal=True)
 
 
+@case("linear_attention")
+def _(c):
+    q, k, v = c.randn(B, 2, T, D), c.randn(B, 2, T, D), c.randn(B, 2, T, 3)
+    return lambda: S.linear_attention(q, k, v)
+
+
+@case("linear_attention.causal")
+def _(c):
+    q, k, v = c.randn(B, 2, T, D), c.randn(B, 2, T, D), c.randn(B, 2, T, 3)
+    return lambda: S.linear_attention(q, k, v, causal=True)
+
+
 @case("RMSNorm")
 def _(c):
     norm, x = c.module(S.RMSNorm(D)), c.randn(B, T, D)

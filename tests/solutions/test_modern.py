@@ -104,3 +104,19 @@ def test_sliding_window_mask():
     m = S.sliding_window_mask(10, 3)
     assert m.sum().item() == 10 * 3 - 3 * 2 // 2     # the first rows see fewer than 3 keys
     assert m[9].nonzero().flatten().tolist() == [7, 8, 9]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_linear_attention_is_attention_with_the_feature_kernel(causal):
+    """Summing over keys first gives what the n x n weights phi(q_i) . phi(k_j), normalised
+    over the keys a query may read, give."""
+    g = torch.Generator().manual_seed(0)
+    q, k = (torch.randn(2, 3, 9, 8, generator=g, dtype=f64) for _ in range(2))
+    v = torch.randn(2, 3, 9, 5, generator=g, dtype=f64)
+    fq, fk = F.elu(q) + 1, F.elu(k) + 1
+    weights = fq @ fk.transpose(-1, -2)                             # (..., L, S), positive
+    if causal:
+        weights = weights * S.causal_mask(9)
+    want = (weights / weights.sum(-1, keepdim=True)) @ v
+    torch.testing.assert_close(S.linear_attention(q, k, v, causal=causal, eps=0.0), want)
+    assert (weights >= 0).all()
