@@ -10,7 +10,7 @@ from .captioning import CaptionDecoder, GridEncoder
 from .gqa import GroupedQueryAttention
 from .layernorm import LayerNorm
 from .linear_attention import linear_attention
-from .masking import causal_mask, masked_softmax, padding_mask, sliding_window_mask
+from .masking import causal_mask, masked_softmax, padding_mask, sliding_window_mask, strided_mask
 from .mlp import MLP
 from .multihead import MultiHeadAttention
 from .pooling import gaussian_kernel_weights, nadaraya_watson
@@ -64,4 +64,5 @@ __all__ = [
     "sinusoidal_encoding",
     "sliding_window_mask",
     "soft_select",
+    "strided_mask",
 ]

@@ -25,6 +25,16 @@ def sliding_window_mask(L: int, window: int, device=None) -> torch.Tensor:
     return (offset >= 0) & (offset < window)
 
 
+def strided_mask(L: int, stride: int, device=None) -> torch.Tensor:
+    """(L, L) boolean mask where query i may attend to keys i, i - stride, i - 2 stride, ...:
+    the second head of the strided pattern of Child et al. (2019, "Generating Long Sequences
+    with Sparse Transformers", Section 4), whose first head is `sliding_window_mask(L, stride)`.
+    With stride near sqrt(L), each query reads about 2 sqrt(L) keys through the two heads."""
+    i = torch.arange(L, device=device)
+    offset = i[:, None] - i[None, :]  # (L, L)
+    return (offset >= 0) & (offset % stride == 0)
+
+
 def padding_mask(lengths: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
     """(B, S) boolean mask, True for the first lengths[b] positions of sequence b.
 

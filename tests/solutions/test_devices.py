@@ -291,6 +291,11 @@ def _(c):
     return lambda: S.sliding_window_mask(T, 2, device=c.device)
 
 
+@case("strided_mask")
+def _(c):
+    return lambda: S.strided_mask(T, 2, device=c.device)
+
+
 @case("rotary_angles")
 def _(c):
     positions = torch.arange(T).to(device=c.device, dtype=c.dtype)

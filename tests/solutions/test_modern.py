@@ -120,3 +120,15 @@ def test_linear_attention_is_attention_with_the_feature_kernel(causal):
     want = (weights / weights.sum(-1, keepdim=True)) @ v
     torch.testing.assert_close(S.linear_attention(q, k, v, causal=causal, eps=0.0), want)
     assert (weights >= 0).all()
+
+
+def test_strided_mask_and_window_reach_every_earlier_key_in_two_steps():
+    """Child et al.'s two heads: a window of l and every l-th key. Through the two, one after
+    the other, each query reaches every key before it."""
+    L, stride = 36, 6
+    strided, window = S.strided_mask(L, stride), S.sliding_window_mask(L, stride)
+    assert strided[20].nonzero().flatten().tolist() == [2, 8, 14, 20]
+    assert not (strided & ~S.causal_mask(L)).any()                    # causal
+    two_steps = (window.double() @ strided.double()) > 0              # window, then stride
+    assert torch.equal(two_steps, S.causal_mask(L))
+    assert (strided | window).sum(-1).max() <= 2 * stride             # about 2 sqrt(L) keys
