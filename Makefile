@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PIP    := $(BIN)/pip install --quiet --disable-pip-version-check -c requirements/lock.txt
 
 .PHONY: demo test test-fast lint lab lectures bench student-wheel student-env lock clean mutants
-.PHONY: cuda-check cli-reference site site-without-solutions browser-test screenshots sandbox-tools bench-curve hub hub-remove hub-tools lectures-other-cpus bytecode
+.PHONY: lecture-data cuda-check cli-reference site site-without-solutions browser-test screenshots sandbox-tools bench-curve hub hub-remove hub-tools lectures-other-cpus bytecode
 
 $(STAMP): pyproject.toml setup.py requirements/lock.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,20 @@ $(STAMP): pyproject.toml setup.py requirements/lock.txt
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q grader solutions
 	@$(BIN)/python -m grader.notebook_schema
+
+## The lectures' real data, from Debian's packages (nothing downloads while a lecture runs):
+## python3.11-doc (the Python documentation's prose, for the language models; PSF License) and
+## trans-de-en (the Ding dictionary's German-English sentences, for translation; GPL-2+).
+## Installed when missing and we may (root with apt), otherwise a clear message.
+lecture-data:
+	@missing=""; test -d /usr/share/doc/python3.11/html/_sources/tutorial || \
+	  missing="$$missing python3.11-doc"; test -f /usr/share/trans/de-en || missing="$$missing trans-de-en"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Installing$$missing (the lectures' data)..."; export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -qq $$missing >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; }; \
+	  else echo "The lectures need:$$missing (sudo apt-get install$$missing)"; exit 1; fi; fi
 
 ## The main job: release the self-attention assignment, grade a sample class, export grades.
 ## The grader runs students' code in Debian's bubblewrap sandbox (`bwrap`): installed here when
@@ -70,13 +84,13 @@ hub-remove: $(STAMP)
 
 ## Lint, then every test (CI runs this through .ci/run). Each lecture executes once a run, and
 ## the demo's sample classes are graded once (shared); the summary at the end counts both.
-test: $(STAMP) sandbox-tools hub-tools bytecode
+test: $(STAMP) sandbox-tools hub-tools lecture-data bytecode
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 ## The inner loop (under 2 minutes): lint, then the tests that start no kernel, notebook server
 ## or browser (`slow` and `browser` are left out). `make test` stays the full suite.
-test-fast: $(STAMP) sandbox-tools bytecode
+test-fast: $(STAMP) sandbox-tools lecture-data bytecode
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not slow and not browser"
 
@@ -92,11 +106,11 @@ mutants: $(STAMP) sandbox-tools bytecode
 	$(BIN)/python -m tests.mutants $(ARGS)
 
 ## JupyterLab on the course, with nbgrader's extension and a course directory under build/.
-lab: $(STAMP)
+lab: $(STAMP) lecture-data
 	$(BIN)/python -m grader lab
 
 ## Executed copies of the lectures, and HTML, under build/lectures/ (for self-learners).
-lectures: $(STAMP)
+lectures: $(STAMP) lecture-data
 	cd lectures && ../$(BIN)/python -m toolkit.execute
 
 ## Everything that needs a CUDA device: `pytest -m cuda` and the lectures' GPU cells (lecture 08
@@ -106,7 +120,7 @@ cuda-check: $(STAMP)
 
 ## The lectures on the kernels of older CPUs: PyTorch, oneDNN and MKL held to AVX2, then to SSE4
 ## (a model trained here computes slightly different numbers on another CPU; every claim must hold).
-lectures-other-cpus: $(STAMP)
+lectures-other-cpus: $(STAMP) lecture-data
 	cd lectures && ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
 		../$(BIN)/python -m toolkit.execute ../build/lectures-avx2
 	cd lectures && ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 \
@@ -114,7 +128,7 @@ lectures-other-cpus: $(STAMP)
 
 ## The self-study site (Jupyter Book): executed lectures and worked solutions, in build/site/.
 ## Reuses the executed lectures in build/lectures/ (`make lectures`) while they are up to date.
-site: $(STAMP)
+site: $(STAMP) lecture-data
 	$(BIN)/python book/build.py
 	@echo "Open build/site/index.html"
 
@@ -123,13 +137,13 @@ cli-reference: $(STAMP)
 	$(BIN)/python docs/cli_reference.py
 
 ## The same site without the assignments' worked solutions, to publish during a term.
-site-without-solutions: $(STAMP)
+site-without-solutions: $(STAMP) lecture-data
 	$(BIN)/python book/build.py --without-solutions
 	@echo "Open build/site/index.html (no worked solutions in it)"
 
 ## The browser tests alone: Playwright drives Debian's chromium (/usr/bin/chromium) on `make lab`;
 ## a screenshot of every step lands in build/screenshots/. (`make test` runs them too.)
-browser-test: $(STAMP)
+browser-test: $(STAMP) lecture-data
 	$(BIN)/python -m pytest tests/browser
 
 ## Refresh the README's screenshots in docs/img/ from a browser-test run and the hub's
