@@ -57,10 +57,12 @@ def assignments() -> list[Path]:
 
 
 def _fresh(executed: Path, source: Path, code: list[Path]) -> bool:
-    """Whether `executed` is newer than its source notebook and every .py file in `code`."""
+    """Whether `executed` is newer than its source notebook and every .py file (and template,
+    .j2: the attention explorer's) in `code`."""
     if not executed.exists():
         return False
-    newest = max(p.stat().st_mtime for folder in code for p in folder.rglob("*.py"))
+    newest = max(p.stat().st_mtime for folder in code for pattern in ("*.py", "*.j2")
+                 for p in folder.rglob(pattern))
     return executed.stat().st_mtime > max(source.stat().st_mtime, newest)
 
 

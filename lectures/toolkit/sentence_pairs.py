@@ -59,7 +59,7 @@ def pairs_of_line(line: str) -> list[tuple[str, str]]:
     if len(german_parts) != len(english_parts):
         return []
     found = []
-    for de, en in zip(german_parts, english_parts):
+    for de, en in zip(german_parts, english_parts, strict=True):
         de, en = clean(de), clean(en)
         if is_sentence(de) and is_sentence(en):
             found.append((de, en))
