@@ -429,3 +429,65 @@ def generate_cached(model, idx, n_new):
                 "kv_cache_appends_query": run(append_query=True),
                 "kv_position_off_by_one": run(position_shift=1),
                 "kv_recomputes_past": run(refeed=True)}
+
+
+# --- the capstone (tiny_gpt): rotary positions, grouped-query attention with a cache ---------
+
+def rotary(x, start=0):
+    """apply_rotary's slips: halves instead of neighbours, `start` ignored, turned backwards,
+    the frequencies' exponent without its 2."""
+    from .tiny_gpt import rotary_at
+
+    T, d = x.shape[-2:]
+    positions = torch.arange(start, start + T, device=x.device, dtype=x.dtype)
+    i = torch.arange(d // 2, device=x.device, dtype=x.dtype)
+
+    def turn(x1, x2, theta, sign=1.0):
+        angle = positions[:, None] * theta[None, :]                  # (T, d/2)
+        cos, sin = angle.cos(), sign * angle.sin()
+        return x1 * cos - x2 * sin, x1 * sin + x2 * cos
+
+    theta = 10000.0 ** (-2 * i / d)
+    a, b = turn(x[..., : d // 2], x[..., d // 2:], theta)
+    halves = torch.cat([a, b], dim=-1)
+    a, b = turn(x[..., 0::2], x[..., 1::2], theta, sign=-1.0)
+    backwards = torch.stack([a, b], dim=-1).flatten(-2)
+    a, b = turn(x[..., 0::2], x[..., 1::2], 10000.0 ** (-i / d))
+    frequencies = torch.stack([a, b], dim=-1).flatten(-2)
+    return {"rotary_halves": halves,
+            "rotary_ignores_start": rotary_at(x, 0) if start else None,
+            "rotary_backwards": backwards,
+            "rotary_frequencies": frequencies}
+
+
+_CACHE_SLIPS = {"gqa_heads_tiled": {"group_tiled": True},
+                "rotary_ignores_start": {"offset_rotary": False},
+                "cache_mask_not_offset": {"offset_mask": False}}
+
+
+def tiny_gpt_attention(ref, x, k_past=None, v_past=None):
+    """The capstone's attention with one slip each (solutions.tiny_gpt.cached_attention's flags)."""
+    return {cause: ref(x, k_past, v_past, **flags) for cause, flags in _CACHE_SLIPS.items()}
+
+
+def tiny_gpt_model(ref, idx, k_cache=None, v_cache=None):
+    return {cause: ref(idx, k_cache, v_cache, **flags) for cause, flags in _CACHE_SLIPS.items()}
+
+
+@torch.no_grad()
+def _generate_refeeding(ref, idx, n_new):
+    """Every step feeds the whole sequence so far with the caches: the past enters them again."""
+    logits, k_cache, v_cache = ref(idx)
+    for i in range(n_new):
+        idx = torch.cat([idx, logits[:, -1].argmax(dim=-1, keepdim=True)], dim=1)
+        if i < n_new - 1:
+            logits, k_cache, v_cache = ref(idx, k_cache, v_cache)
+    return idx
+
+
+def tiny_gpt_generate(ref, idx, n_new):
+    from .tiny_gpt import generate
+
+    causes = {cause: generate(ref, idx, n_new, **flags) for cause, flags in _CACHE_SLIPS.items()}
+    causes["kv_recomputes_past"] = _generate_refeeding(ref, idx, n_new)
+    return causes

@@ -138,6 +138,18 @@ CAUSES = {
     "kv_recomputes_past": "every step fed all the tokens so far through the model again, so the "
                           "cache holds each past position several times (feed only the newest "
                           "token)",
+    # the capstone: rotary positions, grouped-query attention with a cache
+    "rotary_halves": "the coordinates were paired as the vector's two halves (x[i], x[i + d/2]) "
+                     "instead of neighbours (x[2i], x[2i + 1])",
+    "rotary_ignores_start": "new positions after a cache were turned as if they were the "
+                            "first ones: apply_rotary ignores `start`, or the attention does "
+                            "not pass the number of cached positions as `start`",
+    "rotary_backwards": "the pairs were turned the wrong way (the sine's sign is flipped)",
+    "rotary_frequencies": "the frequencies were 10000^(-i/d) instead of 10000^(-2i/d)",
+    "gqa_heads_tiled": "the key and value heads were repeated as a block (repeat) instead of "
+                       "each for its group of consecutive query heads (repeat_interleave)",
+    "cache_mask_not_offset": "the causal mask was not shifted by the cached positions: new "
+                             "queries may see only the first keys (use tril(diagonal=t))",
     # found from the error itself
     "inplace_input": "the function changes its input tensor in place",
 }

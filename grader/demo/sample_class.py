@@ -171,6 +171,24 @@ EFFICIENT_ATTENTION_CLASS = [
         Edit("kv_cache", "        if self.k is not None:", "        if False:")]),
 ]
 
+TINY_GPT_CLASS = [
+    Student("alice", "perfect: the source solution", "full"),
+    Student("bob", "blank: the release, untouched", "zero", blank=True),
+    Student("carol", "rotary pairs taken as the two halves of the vector", "partial", edits=[
+        Edit("rotary",
+             "x[..., 0::2], x[..., 1::2]", "x[..., : d // 2], x[..., d // 2:]"),
+        Edit("rotary", "torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)",
+             "torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)[..., None]")]),
+    Student("dave", "causal mask not shifted by the cached positions", "partial", edits=[
+        Edit("attention", ".tril(diagonal=t)", ".tril()")]),
+    Student("erin", "key heads repeated as a block instead of one per group", "partial", edits=[
+        Edit("attention", "k.repeat_interleave(group, dim=1)", "k.repeat(1, group, 1, 1)"),
+        Edit("attention", "v.repeat_interleave(group, dim=1)", "v.repeat(1, group, 1, 1)")]),
+    Student("frank", "generation feeds the whole sequence again with the cache", "partial",
+            edits=[Edit("generate", "model(next_id, k_cache, v_cache)",
+                        "model(idx, k_cache, v_cache)")]),
+]
+
 # In the order of the course.
 SAMPLE_CLASSES: dict[str, list[Student]] = {
     "soft_select": SOFT_SELECT_CLASS,
@@ -179,4 +197,5 @@ SAMPLE_CLASSES: dict[str, list[Student]] = {
     "self_attention": SELF_ATTENTION_CLASS,
     "transformer": TRANSFORMER_CLASS,
     "efficient_attention": EFFICIENT_ATTENTION_CLASS,
+    "tiny_gpt": TINY_GPT_CLASS,
 }

@@ -28,7 +28,7 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell
 
 LECTURES = Path(__file__).resolve().parent.parent
-CELL_TIMEOUT = 180  # seconds; a whole lecture must also stay within 3 minutes
+CELL_TIMEOUT = 180  # seconds; a whole lecture must also stay within 5 minutes (its budget)
 
 FIGURE_CHECK = '''
 from matplotlib.backend_bases import FigureCanvasBase as _Canvas

@@ -33,6 +33,7 @@ def no_device(id, assignment, cell, old):
 
 SA, SS, BH, RNN, TF = "self_attention", "soft_select", "by_hand", "rnn_attention", "transformer"
 EA = "efficient_attention"
+TG = "tiny_gpt"
 ONLINE_L = "l = l * torch.exp(m - m_new) + torch.exp(xb - m_new).sum(dim=-1, keepdim=True)"
 SOFTMAX = "torch.softmax(scores, dim=-1)"
 FILL = 'scores.masked_fill(~mask, float("-inf"))'
@@ -392,6 +393,62 @@ MISTAKES = [
       "            self.k = torch.cat([self.k, k], dim=-2)\n"
       "            self.v = torch.cat([self.v, v], dim=-2)\n"
       "        return k, v", "kv_cache_overwritten"),
+    # --- tiny_gpt (the capstone): rotary positions
+    # the pairs (x[i], x[i + d/2]), rejoined as halves: the other common layout of RoPE
+    m("rotary_halves", TG, "rotary",
+      "    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, d/2): the pairs' two coordinates\n"
+      "    turned = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)"
+      "  # (..., T, d/2, 2)\n    return turned.flatten(-2)",
+      "    x1, x2 = x[..., : d // 2], x[..., d // 2:]  # the two halves\n"
+      "    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)",
+      "rotary_halves"),
+    m("rotary_ignores_start", TG, "rotary", "torch.arange(start, start + T,",
+      "torch.arange(0, T,", "rotary_ignores_start"),
+    m("rotary_backwards", TG, "rotary", "[x1 * cos - x2 * sin, x1 * sin + x2 * cos]",
+      "[x1 * cos + x2 * sin, -x1 * sin + x2 * cos]", "rotary_backwards"),
+    m("rotary_frequencies", TG, "rotary", "10000.0 ** (-2 * i / d)", "10000.0 ** (-i / d)",
+      "rotary_frequencies"),
+    # --- tiny_gpt: grouped-query attention with a cache
+    m("gqa_heads_tiled", TG, "attention",
+      "        k_all = k.repeat_interleave(group, dim=1)  # (B, n_head, t + T, d_head)\n"
+      "        v_all = v.repeat_interleave(group, dim=1)",
+      "        k_all = k.repeat(1, group, 1, 1)\n        v_all = v.repeat(1, group, 1, 1)",
+      "gqa_heads_tiled"),
+    m("cache_rotary_not_offset", TG, "attention", "apply_rotary(q, t), apply_rotary(k, t)",
+      "apply_rotary(q), apply_rotary(k)", "rotary_ignores_start"),
+    m("cache_mask_not_offset", TG, "attention", ".tril(diagonal=t)", ".tril()",
+      "cache_mask_not_offset"),
+    # the whole cache turned again with the new positions' angles: wrong only after a cache
+    m("cache_turned_again", TG, "attention",
+      "        q, k = apply_rotary(q, t), apply_rotary(k, t)\n"
+      "        if k_past is not None:\n"
+      "            k = torch.cat([k_past, k], dim=2)  # (B, n_kv_head, t + T, d_head)",
+      "        q = apply_rotary(q, t)\n"
+      "        if k_past is not None:\n"
+      "            k = torch.cat([k_past, k], dim=2)  # (B, n_kv_head, t + T, d_head)\n"
+      "        k = apply_rotary(k)", None),
+    m("gqa_softmax_over_queries", TG, "attention",
+      'scores.masked_fill(~allowed, float("-inf")), dim=-1)',
+      'scores.masked_fill(~allowed, float("-inf")), dim=-2)', None),
+    m("gqa_not_scaled", TG, "attention", " / math.sqrt(self.d_head)", "", None),
+    # --- tiny_gpt: the blocks and the model
+    m("block_no_residual", TG, "model", "        x = x + a\n", "        x = a\n", None),
+    m("block_post_norm", TG, "model",
+      "        a, k, v = self.attn(self.norm1(x), k_past, v_past)\n        x = x + a\n"
+      "        x = x + self.mlp(self.norm2(x))",
+      "        a, k, v = self.attn(x, k_past, v_past)\n        x = self.norm1(x + a)\n"
+      "        x = self.norm2(x + self.mlp(x))", None),
+    m("model_no_final_norm", TG, "model", "self.lm_head(self.norm(x))", "self.lm_head(x)", None),
+    m("model_first_layer_cache_everywhere", TG, "model",
+      "block(x, k_cache[i], v_cache[i])", "block(x, k_cache[0], v_cache[0])", None),
+    # --- tiny_gpt: generation with the cache
+    m("generate_refeeds_all", TG, "generate", "model(next_id, k_cache, v_cache)",
+      "model(idx, k_cache, v_cache)", "kv_recomputes_past"),
+    m("generate_cache_not_kept", TG, "generate",
+      "logits, k_cache, v_cache = model(next_id, k_cache, v_cache)",
+      "logits, _, _ = model(next_id, k_cache, v_cache)", None),
+    m("generate_first_position", TG, "generate", "logits[:, -1].argmax", "logits[:, 0].argmax",
+      None),
 ]
 
 # Correct by-hand answers in every form the text allows: each must earn full marks.

@@ -20,7 +20,7 @@ def test_demo_covers_every_assignment(demo):
     _, rows = demo
     assert set(rows) == set(SAMPLE_CLASSES) == {
         "soft_select", "by_hand", "rnn_attention", "self_attention", "transformer",
-        "efficient_attention"}
+        "efficient_attention", "tiny_gpt"}
 
 
 @pytest.mark.parametrize("assignment", list(SAMPLE_CLASSES))

@@ -42,9 +42,9 @@ def solution_lines(nb) -> set[str]:
     return lines
 
 
-def test_there_are_six_assignments():
+def test_there_are_seven_assignments():
     assert ASSIGNMENTS == ["by_hand", "efficient_attention", "rnn_attention", "self_attention",
-                           "soft_select", "transformer"]
+                           "soft_select", "tiny_gpt", "transformer"]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

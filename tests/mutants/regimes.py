@@ -519,6 +519,70 @@ def efficient_attention_probes():
             yield Probe(f"CachedLM {config} {dtype}", cached_lm(*config, dtype))
 
 
+# --- tiny_gpt (the capstone) -------------------------------------------------------------------
+
+
+def tiny_gpt_probes():
+    def rotary(shape, start, scale, dtype, view):
+        def run(ns, g):
+            x = randn(g, *shape, dtype=dtype, scale=scale)
+            return with_grads(lambda x: ns["apply_rotary"](x, start), [view(x)]) \
+                if dtype == F64 else ns["apply_rotary"](view(x), start)
+        return run
+
+    def attention(n_head, n_kv_head, B, t, T, dtype):
+        def run(ns, g):
+            module = built(ns, "CausalSelfAttention", 24, n_head, n_kv_head, g=g, dtype=dtype)
+            d_head = 24 // n_head
+            x = randn(g, B, T, 24, dtype=dtype)
+            past = [] if t == 0 else [randn(g, B, n_kv_head, t, d_head, dtype=dtype)
+                                      for _ in range(2)]
+            return with_grads(module, [x, *past], module)
+        return run
+
+    def model(vocab, d, n_head, n_kv_head, n_layer, B, t, T, dtype):
+        def run(ns, g):
+            module = built(ns, "TinyGPT", vocab, d, n_head, n_kv_head, 2 * d, n_layer, g=g,
+                           dtype=dtype)
+            idx = torch.randint(0, vocab, (B, t + T), generator=g)
+            if t == 0:
+                return with_grads(module, [idx], module)
+            with torch.no_grad():
+                _, k, v = module(idx[:, :t])
+            return module(idx[:, t:], k, v)
+        return run
+
+    def generate(vocab, d, n_head, n_kv_head, n_layer, B, T, n_new, dtype):
+        def run(ns, g):
+            module = built(ns, "TinyGPT", vocab, d, n_head, n_kv_head, 2 * d, n_layer, g=g,
+                           dtype=dtype).eval()
+            idx = torch.randint(0, vocab, (B, T), generator=g)
+            return ns["generate"](module, idx, n_new)
+        return run
+
+    plain = lambda t: t  # noqa: E731
+    for shape in [(1, 2), (5, 8), (2, 3, 6, 16), (1, 1, 1, 4)]:
+        for start in (0, 1, 37):
+            for scale, dtype in [(1.0, F64), (1e-4, F64), (30.0, F64), (1.0, F32)]:
+                yield Probe(f"apply_rotary {shape} start={start} x{scale} {dtype}",
+                            rotary(shape, start, scale, dtype, plain))
+    yield Probe("apply_rotary strided", rotary((3, 7, 8), 5, 1.0, F64, strided))
+    yield Probe("apply_rotary transposed", rotary((3, 8, 8), 2, 1.0, F64, transposed))
+    for config in [(4, 4, 2, 0, 5), (4, 2, 1, 3, 1), (4, 1, 2, 4, 3), (6, 3, 1, 0, 1),
+                   (2, 1, 3, 6, 2)]:
+        for dtype in (F64, F32):
+            yield Probe(f"CausalSelfAttention heads/kv heads/B/cached/new {config} {dtype}",
+                        attention(*config, dtype))
+    for config in [(13, 24, 4, 2, 2, 2, 0, 6), (9, 16, 2, 1, 1, 1, 5, 1),
+                   (17, 24, 6, 3, 3, 3, 4, 3)]:
+        for dtype in (F64, F32):
+            yield Probe(f"TinyGPT {config} {dtype}", model(*config, dtype))
+    for config in [(13, 16, 4, 2, 2, 3, 4, 10), (7, 8, 2, 1, 1, 2, 1, 8),
+                   (17, 24, 6, 3, 2, 2, 5, 9)]:
+        for dtype in (F64, F32):
+            yield Probe(f"generate {config} {dtype}", generate(*config, dtype))
+
+
 PROBES = {
     "soft_select": soft_select_probes,
     "by_hand": by_hand_probes,
@@ -526,6 +590,7 @@ PROBES = {
     "rnn_attention": rnn_attention_probes,
     "transformer": transformer_probes,
     "efficient_attention": efficient_attention_probes,
+    "tiny_gpt": tiny_gpt_probes,
 }
 
 

@@ -40,7 +40,7 @@ from tests.mutants.regimes import probes
 from tests.verdicts import checked, disagreements, failed_tests
 
 ASSIGNMENTS = ["soft_select", "by_hand", "rnn_attention", "self_attention", "transformer",
-               "efficient_attention"]  # the course's order
+               "efficient_attention", "tiny_gpt"]  # the course's order
 CONTROL = "reference"  # the unchanged solution, graded beside the mutants
 
 

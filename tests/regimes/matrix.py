@@ -130,6 +130,22 @@ def perturbed(kind, inputs, module):
     return True
 
 
+def starts_later(arg):
+    """The int inputs[arg] (a first position) is above 0."""
+    def test(kind, inputs, module):
+        return len(inputs) > arg and isinstance(inputs[arg], int) and inputs[arg] > 0
+    return test
+
+
+def cached(kind, inputs, module):
+    """Past keys and values given (the inputs after the new tokens)."""
+    return len(inputs) > 1 and isinstance(inputs[1], torch.Tensor)
+
+
+def one_key_head(kind, inputs, module):
+    return getattr(module, "n_kv_head", None) == 1
+
+
 # ----- the matrix ----------------------------------------------------------------------------
 
 F64, F32 = dtype(torch.float64), dtype(torch.float32)
@@ -194,6 +210,17 @@ MATRIX: dict[str, dict[str, dict]] = {
         "tiled_attention": {**{k: v for k, v in attention(batched=False).items()
                                if k != "gradients"},
                             "length no block divides": not_divisible(0, -2, 3)},
+    },
+    "tiny_gpt": {
+        "apply_rotary": {"T = 1": size(0, -2, 1), "start > 0": starts_later(1), **ANY_LAYOUT,
+                         **SCALES, **BOTH_DTYPES, "gradients": gradients},
+        "CausalSelfAttention": module(extra={
+            "B = 1": size(0, 0, 1), "one new token": size(0, 1, 1), "after a cache": cached,
+            "one key head": one_key_head, "gradients": gradients}),
+        "TinyGPT": module(extra={"B = 1": size(0, 0, 1), "one new token": size(0, 1, 1),
+                                 "after a cache": cached}),
+        # (the model it generates with comes in a partial: its dtype is not seen here)
+        "generate": {"prompt of one token": size(0, 1, 1)},
     },
 }
 

@@ -290,3 +290,51 @@ def test_transformer_residual_table_and_claims():
         other = residual_stream(seed)
         assert all(abs(a - b) < 0.1 for L in DEPTHS for form in (True, False)
                    for a, b in zip(other[form, L], fig[form, L], strict=True))
+
+
+@pytest.mark.slow
+def test_tiny_gpt_report_key_heads_table():
+    """The capstone's model report: held-out losses for 4, 2 and 1 key heads, seeds 0 and 1,
+    trained exactly as the notebook's training cell (the reference model is the solution's)."""
+    from solutions.tiny_gpt import TinyGPT
+
+    text = " ".join(answer("tiny_gpt", "report").split())
+    nb = nbformat.read(REPO / "assignments" / "tiny_gpt" / "tiny_gpt.ipynb", as_version=4)
+    data = next(c.source for c in nb.cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "data")
+    ns = {"torch": torch}
+    exec(data, ns)  # the notebook's own loading code: text, chars, get_batch, ...
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # (as the notebook; also what its numbers were measured with)
+    try:
+        losses = {}
+        for n_kv_head in (4, 2, 1):
+            for seed in (0, 1):
+                torch.manual_seed(seed)
+                model = TinyGPT(len(ns["chars"]), d_model=64, n_head=4, n_kv_head=n_kv_head,
+                                d_ff=128, n_layer=2)
+                opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+                g = torch.Generator().manual_seed(seed)
+                for _ in range(300):
+                    x, y = ns["get_batch"](ns["train_data"], 32, g)
+                    loss = F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten())
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                model.eval()
+                g = torch.Generator().manual_seed(1)  # held_out_loss's fixed windows
+                with torch.no_grad():
+                    held = [F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten()).item()
+                            for x, y in (ns["get_batch"](ns["val_data"], 64, g)
+                                         for _ in range(8))]
+                losses[n_kv_head, seed] = sum(held) / len(held)
+    finally:
+        torch.set_num_threads(threads)
+    for n_kv_head in (4, 2, 1):
+        a, b = losses[n_kv_head, 0], losses[n_kv_head, 1]
+        assert f"{n_kv_head}: {a:.2f} and {b:.2f}" in text, (n_kv_head, a, b)
+    values = sorted(losses.values())
+    assert f"between {values[0]:.2f} and {values[-1]:.2f}" in text
+    assert values[-1] - values[0] < 0.06  # "nothing measurable": within the seeds' spread
+    assert min(losses, key=losses.get)[0] == 1  # multi-query has the best run
+    assert "2 x n_kv_head x 16 numbers: 128, 64 and 32" in text
