@@ -486,3 +486,61 @@ DEVICE_FORMS = [
       "        x = self.tok_emb(idx) + self.pos_emb.weight[positions]", None),
 ]
 CODE_FORMS += DEVICE_FORMS
+
+# ---------------- tiny_gpt (the capstone) ----------------
+TG = "tiny_gpt"
+TG_ROTARY_BODY = '''    T, d = x.shape[-2:]
+    positions = torch.arange(start, start + T, device=x.device, dtype=x.dtype)  # (T,)
+    i = torch.arange(d // 2, device=x.device, dtype=x.dtype)
+    theta = 10000.0 ** (-2 * i / d)  # (d/2,)
+    angle = positions[:, None] * theta[None, :]  # (T, d/2)
+    cos, sin = angle.cos(), angle.sin()
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., T, d/2): the pairs' two coordinates
+    turned = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., T, d/2, 2)
+    return turned.flatten(-2)'''
+TG_ATTENTION_BODY = '''        B, T, D = x.shape
+        q = self.q_proj(x).view(B, T, self.n_head, self.d_head).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.n_kv_head, self.d_head).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.n_kv_head, self.d_head).transpose(1, 2)
+        t = 0 if k_past is None else k_past.size(2)  # positions read before
+        q, k = apply_rotary(q, t), apply_rotary(k, t)
+        if k_past is not None:
+            k = torch.cat([k_past, k], dim=2)  # (B, n_kv_head, t + T, d_head)
+            v = torch.cat([v_past, v], dim=2)
+        group = self.n_head // self.n_kv_head  # query heads per key-and-value head
+        k_all = k.repeat_interleave(group, dim=1)  # (B, n_head, t + T, d_head)
+        v_all = v.repeat_interleave(group, dim=1)
+        scores = q @ k_all.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, n_head, T, t + T)
+        allowed = torch.ones(T, t + T, dtype=torch.bool, device=x.device).tril(diagonal=t)
+        att = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        y = (att @ v_all).transpose(1, 2).reshape(B, T, D)
+        return self.out_proj(y), k, v'''
+CODE_FORMS += [
+    # complex numbers: each pair as one complex number, turned by multiplying with e^(i angle)
+    m("form_tg_rotary_complex", TG, "rotary", TG_ROTARY_BODY,
+      '''    T, d = x.shape[-2:]
+    positions = torch.arange(start, start + T, device=x.device, dtype=x.dtype)
+    theta = 10000.0 ** (-torch.arange(0, d, 2, device=x.device, dtype=x.dtype) / d)
+    angle = torch.outer(positions, theta)  # (T, d/2)
+    turn = torch.polar(torch.ones_like(angle), angle)  # e^(i angle), complex
+    pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    return torch.view_as_real(pairs * turn).reshape(x.shape)''', None),
+    # the groups as an axis of their own (no repeated keys) and the causal rule on positions
+    m("form_tg_attention_grouped_einsum", TG, "attention", TG_ATTENTION_BODY,
+      '''        B, T, D = x.shape
+        g = self.n_head // self.n_kv_head
+        q = self.q_proj(x).reshape(B, T, self.n_kv_head, g, self.d_head).permute(0, 2, 3, 1, 4)
+        k = self.k_proj(x).reshape(B, T, self.n_kv_head, self.d_head).permute(0, 2, 1, 3)
+        v = self.v_proj(x).reshape(B, T, self.n_kv_head, self.d_head).permute(0, 2, 1, 3)
+        t = k_past.shape[-2] if k_past is not None else 0
+        q, k = apply_rotary(q, start=t), apply_rotary(k, start=t)
+        if k_past is not None:
+            k, v = torch.cat((k_past, k), dim=-2), torch.cat((v_past, v), dim=-2)
+        scores = torch.einsum("bhgtd,bhsd->bhgts", q, k) / self.d_head ** 0.5
+        pos_q = torch.arange(t, t + T, device=x.device)[:, None]  # true positions
+        later = torch.arange(t + T, device=x.device) > pos_q
+        att = scores.masked_fill(later, float("-inf")).softmax(dim=-1)
+        y = torch.einsum("bhgts,bhsd->bhgtd", att, v)  # (B, n_kv_head, g, T, d_head)
+        return self.out_proj(y.reshape(B, self.n_head, T, self.d_head).transpose(1, 2)
+                             .reshape(B, T, D)), k, v''', None),
+]
