@@ -86,6 +86,8 @@ REVIEWED: dict[tuple[str, str, str, str], str] = {
     ("transformer", "mlp", "return self.linear2(self.dropout(self.act(self.linear1(x))))",
      "return self.linear2(F.dropout(self.act(self.linear1(x)), p=self.dropout.p, "
      "training=True))"): "dropout_in_eval",
+    ("tiny_gpt", "rotary", "theta = 10000.0 ** (-2 * i / d)",
+     "theta = 10000.0 ** (-1 * i / d)"): "rotary_frequencies",  # the catalogued slip, as -1 * i
 }
 
 
