@@ -77,13 +77,21 @@ class Attention(solutions.GroupedQueryAttention):
         return q, k, v
 
     def scores(self, q, k, window: int | None = None):
-        """(B, n_head, T, T) scores before the softmax, -inf where a query may not read."""
+        """(B, n_head, T, T) scores before the softmax, -inf where a query may not read: the
+        causal mask, a sliding window of `window` keys, or with window=("strided", s) the
+        strided pattern of Child et al. (2019, Section 4) split between the heads."""
         T = q.size(-2)
         att = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)  # (B, n_head, T, T)
         if self.alibi:
             att = att + alibi_bias(self.n_head, T, q.device)
         if window is None:
             mask = solutions.causal_mask(T, device=q.device)
+        elif isinstance(window, tuple):         # ("strided", s): Child et al.'s two patterns,
+            stride = window[1]                  # the first half of the heads on the last s keys,
+            local = solutions.sliding_window_mask(T, stride, device=q.device)
+            strided = solutions.strided_mask(T, stride, device=q.device)  # the rest every s-th
+            half = self.n_head // 2
+            mask = torch.stack([local] * half + [strided] * (self.n_head - half))  # (n_head, T, T)
         else:
             mask = solutions.sliding_window_mask(T, window, device=q.device)
         return att.masked_fill(~mask, float("-inf"))

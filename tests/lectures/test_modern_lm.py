@@ -188,3 +188,20 @@ def test_the_gpt2_block_is_layernorm_and_a_gelu_mlp_at_about_the_same_size():
     assert classic(torch.randint(0, VOCAB, (2, 7))).shape == (2, 7, VOCAB)
     with pytest.raises(ValueError, match="block="):
         ModernLM(VOCAB, 48, 4, 2, 16, block="postnorm")
+
+
+def test_the_strided_pattern_splits_the_heads_between_window_and_stride():
+    model = make(position="alibi")
+    attn = model.blocks[0].attn
+    x = torch.randn(2, T, 16, dtype=torch.float64)
+    q, k, _ = attn.qkv(x)
+    readable = attn.scores(q, k, ("strided", 3)).isfinite()[0]      # (n_head, T, T)
+    assert torch.equal(readable[0], solutions.sliding_window_mask(T, 3))
+    assert torch.equal(readable[1], solutions.sliding_window_mask(T, 3))
+    assert torch.equal(readable[2], solutions.strided_mask(T, 3))
+    assert torch.equal(readable[3], solutions.strided_mask(T, 3))
+    model.window = ("strided", 3)
+    idx = tokens()
+    changed = idx.clone()
+    changed[:, 7:] = (changed[:, 7:] + 1) % VOCAB
+    torch.testing.assert_close(model(changed)[:, :7], model(idx)[:, :7])   # still causal
