@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .gqa import GroupedQueryAttention
 from .rotary import apply_rotary
 
 
@@ -48,23 +49,14 @@ def cached_attention(q, k, v, k_past=None, v_past=None, *, group_tiled: bool = F
     return att @ v_all, k, v
 
 
-class CausalSelfAttention(nn.Module):
-    """forward(x (B, T, D), k_past, v_past) -> (y (B, T, D), k, v of all positions so far)."""
+class CausalSelfAttention(GroupedQueryAttention):
+    """forward(x (B, T, D), k_past, v_past) -> (y (B, T, D), k, v of all positions so far): the
+    projections and heads of solutions.GroupedQueryAttention (no biases), read with a cache."""
 
     def __init__(self, d_model: int, n_head: int, n_kv_head: int):
-        super().__init__()
-        if d_model % n_head or n_head % n_kv_head or (d_model // n_head) % 2:
-            raise ValueError(f"n_head={n_head} must divide d_model={d_model} into heads of even "
-                             f"size, and n_kv_head={n_kv_head} must divide n_head")
-        self.n_head, self.n_kv_head, self.d_head = n_head, n_kv_head, d_model // n_head
-        self.q_proj = nn.Linear(d_model, d_model, bias=False)
-        self.k_proj = nn.Linear(d_model, n_kv_head * self.d_head, bias=False)
-        self.v_proj = nn.Linear(d_model, n_kv_head * self.d_head, bias=False)
-        self.out_proj = nn.Linear(d_model, d_model, bias=False)
-
-    def heads(self, y: torch.Tensor, n: int) -> torch.Tensor:
-        B, T, _ = y.shape
-        return y.view(B, T, n, self.d_head).transpose(1, 2)      # (B, n, T, d_head)
+        super().__init__(d_model, n_head, n_kv_head, bias=False)
+        if self.d_head % 2:
+            raise ValueError(f"rotary embeddings turn pairs: the heads' size {self.d_head} is odd")
 
     def forward(self, x, k_past=None, v_past=None, **mistake):
         B, T, D = x.shape

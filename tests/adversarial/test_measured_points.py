@@ -29,6 +29,7 @@ from nbformat.v4 import new_code_cell
 from grader.course import REPO, Course
 from grader.demo.sample_class import Student, make_submission
 from grader.release import release
+from tests.verdicts import failed_tests
 
 pytestmark = pytest.mark.slow
 
@@ -387,19 +388,6 @@ def grade(tmp_path):
     return run, status, expected, course
 
 
-def failed_tests(course, student) -> dict[str, str]:
-    """{grade_id: error} of the test cells that failed in the student's graded notebook."""
-    nb = nbformat.read(course.autograded / student / EA / f"{EA}.ipynb", as_version=4)
-    out = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        errors = [f"{o.ename}: {o.evalue}" for o in cell.get("outputs", [])
-                  if o.output_type == "error"]
-        if meta.get("grade") and not meta.get("solution") and errors:
-            out[meta["grade_id"]] = "\n".join(errors)
-    return out
-
-
 # What the grader's own measurements say when they fail (grader/checks/measured.py)
 MEASURED = {MEMORY: "measured by the kernel in a fresh process",
             SKIPS: "computed tiles that the causal mask hides entirely",
@@ -411,7 +399,7 @@ def test_measured_points_come_only_from_measurements_the_student_cannot_touch(tm
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     full = status["y_control_reference"]["auto_max"]
     for student, fails in expected.items():
-        failed = failed_tests(course, student)
+        failed = failed_tests(course, student, EA)
         score = status[student]["auto_score"]
         assert score == full - sum(POINTS[t] for t in fails), (student, score, failed)
         assert set(failed) == fails, (student, failed)

@@ -19,8 +19,6 @@ computed from their forged outputs) and fail on the grader's evaluation, as its 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import nbformat
 import pytest
@@ -29,6 +27,8 @@ from nbformat.v4 import new_code_cell
 from grader.course import REPO, Course
 from grader.demo.sample_class import Student, make_submission
 from grader.release import release
+from tests.adversarial.cli import grader
+from tests.verdicts import failed_tests
 
 pytestmark = pytest.mark.slow
 
@@ -97,18 +97,6 @@ def submissions(released):
     }
 
 
-def failed_tests(course, student) -> dict[str, str]:
-    nb = nbformat.read(course.autograded / student / TG / f"{TG}.ipynb", as_version=4)
-    out = {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        errors = [f"{o.ename}: {o.evalue}" for o in cell.get("outputs", [])
-                  if o.output_type == "error"]
-        if meta.get("grade") and not meta.get("solution") and errors:
-            out[meta["grade_id"]] = "\n".join(errors)
-    return out
-
-
 def test_the_points_for_training_come_from_the_graders_evaluation_of_the_weights(tmp_path):
     course = Course(tmp_path / "course", source=REPO / "assignments")
     released = release(course, TG) / f"{TG}.ipynb"
@@ -118,19 +106,17 @@ def test_the_points_for_training_come_from_the_graders_evaluation_of_the_weights
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / f"{TG}.ipynb")
         expected[name] = fails
-    run = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course.root), "autograde", TG,
-         "--submissions", str(tmp_path / "submissions")],
-        capture_output=True, text=True, timeout=1200, cwd=REPO)
+    run = grader(course.root, "autograde", TG, "--submissions", str(tmp_path / "submissions"),
+                 timeout=1200)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     status = json.loads((course.root / "status" / f"{TG}.json").read_text())
     full = status["y_control_reference"]["auto_max"]
     assert status["y_control_reference"]["auto_score"] == full
     for student, fails in expected.items():
-        failed = failed_tests(course, student)
+        failed = failed_tests(course, student, TG)
         assert set(failed) == fails, (student, failed)
         assert status[student]["auto_score"] == full - TRAINING_POINTS * len(fails), student
     for student in ("a_peeking_model", "b_rebound_measure"):
         # the visible part, fed forged outputs, passed; the grader's own evaluation did not
-        message = failed_tests(course, student)["test_training"]
+        message = failed_tests(course, student, TG)["test_training"]
         assert "the reference model's held-out loss" in message, (student, message)

@@ -9,14 +9,7 @@ import torch
 from lectures.toolkit.char_lm import CharCorpus, evaluate, sample, train_lm
 from solutions import DecoderOnlyLM
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run many times faster on one thread than on two busy cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (tests/lectures/conftest.py)
 
 
 TEXT = "".join(f"line {i}: the cat sat on the mat.\n" for i in range(40))

@@ -21,14 +21,7 @@ from lectures.toolkit.training import (
 )
 from solutions import AttentionDecoder, Encoder, Seq2Seq
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run many times faster on one thread than on two busy cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # (tests/lectures/conftest.py)
 
 
 def _model():

@@ -13,7 +13,6 @@ text/html outputs into the page as they are).
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -21,8 +20,8 @@ import numpy as np
 import pytest
 import torch
 
-from book import build
 from lectures.toolkit.explorer import attention_explorer
+from tests.site.books import one_page_book
 
 pytestmark = pytest.mark.slow
 
@@ -187,24 +186,15 @@ def test_hostile_tokens_stay_text(opened):
 def tiny_book(explorers, tmp_path_factory) -> Path:
     """A one-page book with the course's _config.yml: a lecture whose two cells' outputs are
     the explorers (an execute_result and a display_data, as a notebook run writes them)."""
-    root = tmp_path_factory.mktemp("explorer-book")
-    src = root / "src"
-    src.mkdir()
-    shutil.copy2(build.BOOK / "_config.yml", src / "_config.yml")
-    (src / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: lecture\n")
-    (src / "index.md").write_text("# Explorers\n\nThe weights $w_j$ sum to one.\n")
     cells = [nbformat.v4.new_markdown_cell("# Two explorers\n\nRows of $w$.")]
     for i, (x, _) in enumerate(explorers):
         data = {"text/html": x.html, "text/plain": repr(x)}
         out = (nbformat.v4.new_output("execute_result", data=data, execution_count=i + 1) if i == 0
                else nbformat.v4.new_output("display_data", data=data))
         cells.append(nbformat.v4.new_code_cell("attention_explorer(...)", outputs=[out]))
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nbformat.write(nb, src / "lecture.ipynb")
-    return build.sphinx(src, out=root / "site", work=root / "work")
+    return one_page_book(tmp_path_factory.mktemp("explorer-book"), "lecture",
+                         "# Explorers\n\nThe weights $w_j$ sum to one.\n",
+                         nbformat.v4.new_notebook(cells=cells))
 
 
 def test_explorers_work_on_a_site_page(tiny_book, serve, offline_page, explorers):

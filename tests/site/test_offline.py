@@ -13,7 +13,6 @@ for every worked answer of a lecture page.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -21,6 +20,7 @@ import pytest
 
 from book import build
 from grader.course import REPO
+from tests.site.books import one_page_book
 
 pytestmark = pytest.mark.slow
 
@@ -92,13 +92,6 @@ def check_toggles(page) -> int:
 @pytest.fixture(scope="module")
 def tiny_site(tmp_path_factory) -> Path:
     """A two-page book with the course's _config.yml: math, and one exercise."""
-    root = tmp_path_factory.mktemp("tiny-book")
-    src = root / "src"
-    src.mkdir()
-    shutil.copy2(build.BOOK / "_config.yml", src / "_config.yml")
-    (src / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: lecture\n")
-    (src / "index.md").write_text("# A tiny book\n\nInline $a^2 + b^2$, and displayed:\n\n"
-                                  "$$\\sum_j w_j = 1$$\n")
     md = nbformat.v4.new_markdown_cell
     answer = nbformat.v4.new_code_cell("# Worked answer\nx = 2 + 2\nassert x == 4\nprint(x)")
     answer.metadata["tags"] = ["worked-answer", "hide-cell"]
@@ -108,23 +101,15 @@ def tiny_site(tmp_path_factory) -> Path:
         md("# One exercise\n\nThe weights $\\mathrm{softmax}(s)_j = e^{s_j} / \\sum_k e^{s_k}$."),
         md("**Try it.** What is $2 + 2$?"), answer, nbformat.v4.new_code_cell("y = 1")])
     build.label_worked_answers(nb)  # as `make site` stages a lecture
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nbformat.write(nb, src / "lecture.ipynb")
-    return build.sphinx(src, out=root / "site", work=root / "work")
+    return one_page_book(tmp_path_factory.mktemp("tiny-book"), "lecture",
+                         "# A tiny book\n\nInline $a^2 + b^2$, and displayed:\n\n"
+                         "$$\\sum_j w_j = 1$$\n", nb)
 
 
 @pytest.fixture(scope="module")
 def tiny_solutions(tmp_path_factory) -> Path:
     """A one-page book holding a worked solution as `make site` stages it: a code answer and a
     written answer (nbgrader's solution cells), each to be hidden behind its toggle."""
-    root = tmp_path_factory.mktemp("tiny-solutions")
-    src = root / "src"
-    src.mkdir()
-    shutil.copy2(build.BOOK / "_config.yml", src / "_config.yml")
-    (src / "_toc.yml").write_text("format: jb-book\nroot: index\nchapters:\n  - file: answers\n")
-    (src / "index.md").write_text("# Answers\n\nThe weights $w_j$ sum to one.\n")
     solution = {"solution": True, "grade": False, "locked": False, "schema_version": 3}
     code = nbformat.v4.new_code_cell("def double(x):\n    return 2 * x")
     code.metadata["nbgrader"] = {**solution, "grade_id": "double"}
@@ -133,12 +118,9 @@ def tiny_solutions(tmp_path_factory) -> Path:
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# Worked solution\n\nWrite $f(x) = 2x$."), code,
         nbformat.v4.new_markdown_cell("Why is a shift harmless?"), written])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
     assert build.hide_answers(nb) == 2
-    nbformat.write(nb, src / "answers.ipynb")
-    return build.sphinx(src, out=root / "site", work=root / "work")
+    return one_page_book(tmp_path_factory.mktemp("tiny-solutions"), "answers",
+                         "# Answers\n\nThe weights $w_j$ sum to one.\n", nb)
 
 
 def test_worked_solutions_start_behind_labelled_toggles(tiny_solutions, serve, offline_page):
