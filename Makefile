@@ -23,10 +23,10 @@ $(STAMP): pyproject.toml setup.py requirements/lock.txt
 ## compiles the grader from source when it starts, about 0.05 s of CPU each (docs/performance-log.md).
 ## Stale files are recompiled here; Python checks each against its source anyway. So is
 ## nbformat's notebook schema, whose validator each of those processes would otherwise compile
-## (grader/notebook_schema.py: 35-55 ms each time, three times a run).
+## (grader/startup/notebook_schema.py: 35-55 ms each time, three times a run).
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q grader solutions
-	@$(BIN)/python -m grader.notebook_schema
+	@$(BIN)/python -m grader.startup.notebook_schema
 
 ## The lectures' real data, from Debian's packages (nothing downloads while a lecture runs):
 ## python3.11-doc (the Python documentation's prose, for the language models; PSF License) and
@@ -86,16 +86,20 @@ hub-remove: $(STAMP)
 ## the demo's sample classes are graded once (shared); the summary at the end counts both.
 test: $(STAMP) sandbox-tools hub-tools lecture-data bytecode
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/python -m pytest
 
 ## The inner loop (under 2 minutes): lint, then the tests that start no kernel, notebook server
 ## or browser (`slow` and `browser` are left out). `make test` stays the full suite.
 test-fast: $(STAMP) sandbox-tools lecture-data bytecode
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo --no-cache
 	$(BIN)/python -m pytest -m "not slow and not browser"
 
+## Lint, and the grader's import contracts (its layers, no cycles: pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo --no-cache
 
 ## Mutants of every function students write, made by machine from the source solutions
 ## (tests/mutants/): each judged equivalent or not by a differential harness, all graded through

@@ -18,7 +18,7 @@ In one run, on the same N synthetic submissions (the sample class's stories, rep
              imported torch: the work no grader can avoid (each distinct notebook R times, one
              pass over them before each slot of our runs, so a slow spell of the machine hits
              both sides of the ratio), each notebook as in a kernel of its own (the memory of
-             reference outputs a judge keeps across notebooks, grader/checks/memo.py, is off,
+             reference outputs a judge keeps across notebooks, grader/judge/memo.py, is off,
              as it is in a kernel).
 
 Prints wall times and their ratio, CPU per notebook against the test work and the start-up,
@@ -61,9 +61,10 @@ from pathlib import Path
 import nbformat
 from traitlets.config import Config
 
-from grader.course import COURSE_ID, KERNEL_ARGS, REPO, Course, setup_process
+from grader.course import COURSE_ID, KERNEL_ARGS, REPO, Course
 from grader.demo.sample_class import SAMPLE_CLASSES, Student, make_submission
-from grader.release import release
+from grader.nbgrader.config import setup_process
+from grader.nbgrader.release import release
 
 ASSIGNMENT = "self_attention"
 
@@ -71,7 +72,7 @@ ASSIGNMENT = "self_attention"
 def students_need(assignment: str = ASSIGNMENT) -> tuple[str, ...]:
     """What the assignment declares its students' processes import (each sandbox's server
     imports it before forking them, as in grading)."""
-    from grader.parallel import sandbox_preload_for
+    from grader.pipeline.pools import sandbox_preload_for
 
     return tuple(sandbox_preload_for(REPO / "assignments" / assignment))
 
@@ -184,7 +185,7 @@ def test_work(students, runs: dict[str, list[float]]) -> tuple[float, float, lis
 
 
 def _exec_cells(nb, remember: bool = False) -> float:
-    from grader.checks.memo import MEMO
+    from grader.judge.memo import MEMO
 
     # As in a kernel of its own: the memory of reference outputs is a judge's, across notebooks
     # (in one notebook, its keys cost more than the repeats it would save). What it remembers
@@ -304,12 +305,12 @@ def subset(submissions: Path, students, to: Path) -> Path:
 def process_cpu(code: str, repeats: int = 3) -> float:
     """CPU seconds of a fresh interpreter running `code` (the least of `repeats`), starting and
     ending as the grader's processes do: imports with the garbage collector paused
-    (grader.collector), no interpreter teardown (grader.exits)."""
+    (grader.startup.collector), no interpreter teardown (grader.startup.exits)."""
     best = float("inf")
     for _ in range(repeats):
         cpu0 = children_cpu()
-        subprocess.run([sys.executable, "-c", "from grader.collector import pause; pause(); "
-                        f"{code}; import os; os._exit(0)"], check=True)
+        subprocess.run([sys.executable, "-c", "from grader.startup.collector import pause; "
+                        f"pause(); {code}; import os; os._exit(0)"], check=True)
         best = min(best, children_cpu() - cpu0)
     return best
 
@@ -317,10 +318,10 @@ def process_cpu(code: str, repeats: int = 3) -> float:
 def startup_parts(workers: int) -> tuple[list[tuple[str, float]], list[str]]:
     """Where the start-up goes, each part measured on its own (CPU seconds), and the floor of
     this design: lines saying what no change to the grader's own code can remove."""
-    from grader.parallel import preload_for
+    from grader.pipeline.pools import preload_for
     from grader.sandbox import session
 
-    command = process_cpu("import grader.cli, grader.autograde, grader.sanitize, "
+    command = process_cpu("import grader.cli, grader.pipeline.autograde, grader.pipeline.sanitize, "
                           "nbgrader.apps")
     server = process_cpu("; ".join(f"import {m}" for m in
                                    preload_for(REPO / "assignments" / ASSIGNMENT)))
@@ -347,7 +348,7 @@ def floor_lines(workers: int, command: float, torch_alone: float, extra: float) 
     """The start-up no change to the grader's own code removes, as long as each student graded
     at the same time has a sandbox of their own (namespaces.py: bwrap starts a fresh
     interpreter, which imports torch) and the tests use the meta device (its operations written
-    in Python need PyTorch's compiler or grader/sandbox/compiler.py's stand-in for it) and
+    in Python need PyTorch's compiler or grader/startup/compiler.py's stand-in for it) and
     whatever else the assignment declares its students need."""
     floor = command + (1 + workers) * torch_alone + workers * extra
     return [f"  floor of this design: {floor:.2f} s = the command {command:.2f} + "
@@ -485,7 +486,8 @@ PASSES = 3  # gradings of the class behind each stage cost (each submission's le
 
 
 def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
-    """CPU seconds per notebook of each stage of grader.autograde, driven here one submission
+    """CPU seconds per notebook of each stage of grader.pipeline.autograde, driven here one
+    submission
     after another, in this process (the judge too); the student's side is the CPU of the
     sandbox's server and of every process it forked (it reaps them). Also, for each
     submission, the same turn without cells (BARE), three times. The class is graded `passes`
@@ -494,11 +496,11 @@ def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
     mean (the class's stories cost different amounts: a median would pick one story). And how
     many requests the judge sends a notebook's process (CALLS, OTHERS: counts), with their
     prices in a tight loop (crossing_prices)."""
-    from grader.autograde import prepare, record
-    from grader.engines import shared_engines
-    from grader.nbgrader_api import api_for
-    from grader.parallel import execute
+    from grader.nbgrader.api import api_for
+    from grader.pipeline.autograde import prepare, record
+    from grader.pipeline.pools import execute
     from grader.sandbox import session
+    from grader.startup.engines import shared_engines
 
     with tempfile.TemporaryDirectory() as tmp, shared_engines():
         tmp = Path(tmp)
@@ -712,7 +714,7 @@ def draw_curve(runs: dict[int, list[tuple[float, float]]], path: Path) -> None:
 
 def stress(n: int) -> int:
     """n submissions of soft_select in one run: every one must come back graded."""
-    from grader.autograde import autograde
+    from grader.pipeline.autograde import autograde
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -29,9 +29,10 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from grader.course import KERNEL_ARGS, REPO, Course, setup_process
+from grader.course import KERNEL_ARGS, REPO, Course
 from grader.demo.sample_class import SAMPLE_CLASSES, write_class
-from grader.release import release
+from grader.nbgrader.config import setup_process
+from grader.nbgrader.release import release
 
 STUDENT_BUDGET = 20.0  # seconds for Run All, and for `grader check`, on 2 cores
 GRADE_BUDGET = 60.0  # seconds to autograde one submission on 2 cores

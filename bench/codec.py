@@ -23,13 +23,13 @@ from pathlib import Path
 import torch
 from in_process import arguments, cpu_of, grade_sample_class
 
-from grader.course import setup_process
+from grader.nbgrader.config import setup_process
 from grader.sandbox import codec
 
 
 def crossed(assignment: str, work: Path) -> list:
     """(arguments, value) of every call of a student's function grading the sample class."""
-    from grader.sandbox.remote import Link
+    from grader.judge.remote import Link
 
     calls, call = [], Link.call
 

@@ -13,7 +13,7 @@ the grader's own work. Each figure is the least of `--repeats` passes of `--call
 the median in brackets, in microseconds of CPU per crossing.
 
 With `--spread`, the same again with both sides free to run on any core, as a judge and its
-student's process would be if grader.parallel did not keep each pair to one core.
+student's process would be if grader.pipeline.pools did not keep each pair to one core.
 
     .venv/bin/python bench/crossing.py [--calls N] [--repeats R] [--spread]
 """
@@ -30,7 +30,7 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from grader.course import setup_process
+from grader.nbgrader.config import setup_process
 
 PING = "request alone (ping)"
 CALL = "call, two (2, 4, 8) tensors"
@@ -82,9 +82,8 @@ def crossings(calls: int, repeats: int,
               only: tuple[str, ...] = ()) -> tuple[dict[str, list[tuple[float, float]]], int]:
     """{kind of crossing: [(judge CPU, student CPU) per crossing, one per pass]} (every kind, or
     those named in `only`), and the size of a call's message."""
-    from grader.checks import forbidden
-    from grader.sandbox import codec, session
-    from grader.sandbox.remote import Link
+    from grader.judge.remote import Link
+    from grader.sandbox import codec, forbidden, session
 
     confined = session.confinement()
     z = session.zygote(confined)
@@ -175,7 +174,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--spread", action="store_true",
                    help="also on every core this process may use: each side where the "
-                        "scheduler puts it, as when nothing pins them (grader.parallel."
+                        "scheduler puts it, as when nothing pins them (grader.pipeline.pools."
                         "worker_cpu pins them)")
     args = p.parse_args(argv)
     setup_process()

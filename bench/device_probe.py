@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from grader.checks.devices import DeviceProbe
+from grader.sandbox.probe import DeviceProbe
 
 
 class Bare(TorchDispatchMode):

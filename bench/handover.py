@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 from in_process import arguments, cpu_of, grade_sample_class
 
-from grader.course import setup_process
+from grader.nbgrader.config import setup_process
 from grader.notebooks import handover
 
 

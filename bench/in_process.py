@@ -9,14 +9,14 @@ from pathlib import Path
 
 from grader.course import Course
 from grader.demo.sample_class import SAMPLE_CLASSES, write_class
-from grader.release import release
+from grader.nbgrader.release import release
 
 
 def grade_sample_class(assignment: str, work: Path):
     """Yields (task, outcome) for each sample student: stage 1's task (the sanitized notebooks)
     and stage 2's outcome (the executed ones), graded here, one after another."""
-    from grader.autograde import prepare
-    from grader.parallel import execute
+    from grader.pipeline.autograde import prepare
+    from grader.pipeline.pools import execute
 
     course = Course(work / "course")
     released = release(course, assignment) / f"{assignment}.ipynb"

@@ -2,7 +2,7 @@
 
 The same rules as nbgrader.utils (`is_grade`, `is_solution`, `is_locked`), read from the metadata
 directly so that the processes that execute notebooks never import nbgrader (importing any part
-of it loads its Jupyter server extensions: most of a second of CPU per process).
+of it loads its Jupyter server extensions, a start-up cost each process would pay).
 """
 
 

@@ -6,14 +6,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import logging
 import os
 import sys
 import time
 from pathlib import Path
 
-from grader.collector import paused
 from grader.course import CELL_TIMEOUT, DEFAULT_COURSE, Course
 from grader.shown import install_log_escaping, shown
+from grader.startup import formats
+from grader.startup.collector import paused
 
 # Exit statuses, the same for every command (the parser's epilog and docs/troubleshooting.md
 # say them to users): a script can tell "done" from "look at the rows" from "fix the command"
@@ -72,14 +74,14 @@ def _gradebook_named(course: Course) -> str:
 
 
 def cmd_release(args) -> int:
-    from grader.release import publish, release
+    from grader.nbgrader.release import publish, release
 
     course = _course(args)
     _known(course, *args.assignments)
     for assignment in args.assignments or course.assignments():
         print(f"{assignment}: student version in {release(course, assignment, due=args.due)}")
         if args.late_penalty is not None:
-            from grader.late import set_late_penalty
+            from grader.nbgrader.late import set_late_penalty
 
             print(f"{assignment}: {set_late_penalty(course, assignment, args.late_penalty)}")
         if args.publish:
@@ -102,8 +104,8 @@ def _due(text: str):
 
 
 def _late_penalty(text: str):
-    """A late-penalty rule (grader.late.LatePolicy): '10%/day,max=50%', 'zero', 'none'."""
-    from grader.late import LatePolicy
+    """A late-penalty rule (grader.nbgrader.late.LatePolicy): '10%/day,max=50%', 'zero', 'none'."""
+    from grader.nbgrader.late import LatePolicy
 
     try:
         return LatePolicy.parse(text)
@@ -116,7 +118,7 @@ def cmd_collect(args) -> int:
     _known(course, args.assignment)
     if args.archive or args.lms or args.roster:
         return _collect_archive(args, course)
-    from grader.collect import collect, record_path
+    from grader.nbgrader.collect import collect, record_path
 
     record = collect(course, args.assignment)
     for student, taken in sorted(record["students"].items()):
@@ -136,7 +138,7 @@ def cmd_collect(args) -> int:
 
 def _collect_archive(args, course: Course) -> int:
     """collect --from: the archive of Canvas's or Moodle's submissions (collect_archive.py)."""
-    from grader.collect_archive import LMSES, collect_archive, summary
+    from grader.nbgrader.collect_archive import LMSES, collect_archive, summary
 
     if not (args.archive and args.lms):
         raise ValueError("--lms and --roster go with --from ARCHIVE, and --from needs --lms "
@@ -185,12 +187,12 @@ def cmd_autograde(args) -> int:
     if submissions is not None and not submissions.is_dir():
         raise FileNotFoundError(f"submissions folder {submissions} does not exist")
     if _a_class(args):
-        from grader.parallel import preload_for, start_fork_server
+        from grader.pipeline.pools import preload_for, start_fork_server
 
         # importing torch there while this process imports nbgrader
         start_fork_server(preload_for(course.source / args.assignment))
-    with paused():  # nbgrader's imports (grader.collector)
-        from grader.autograde import autograde, collected_submissions, find_submissions
+    with paused():  # nbgrader's imports (grader.startup.collector)
+        from grader.pipeline.autograde import autograde, collected_submissions, find_submissions
 
     limits = {k: v for k, v in (("cell_timeout", args.cell_timeout),
                                 ("notebook_timeout", args.notebook_timeout),
@@ -203,11 +205,11 @@ def cmd_autograde(args) -> int:
     if submissions is not None:
         find_submissions(submissions, args.assignment)
     else:
-        from grader.collect import load_record
+        from grader.nbgrader.collect import load_record
 
         collected_submissions(course, args.assignment,
                               load_record(course, args.assignment)["students"])
-    from grader.late import load_policy
+    from grader.nbgrader.late import load_policy
 
     late = load_policy(course.root, args.assignment)  # the instructor's late penalty, if any
     try:
@@ -232,7 +234,7 @@ def cmd_autograde(args) -> int:
           f"unchanged and skipped, {len(errors)} could not be graded ({len(infra)} of them by "
           f"a failure of the grader, to retry), {len(flagged)} flagged for review; "
           f"{time.monotonic() - start:.0f} s.")
-    from grader.status import status_path
+    from grader.record import status_path
 
     print(f"Grades in the gradebook ({_gradebook_named(course)}); graded notebooks in "
           f"{course.autograded}/STUDENT/{args.assignment}/; every row and flag in "
@@ -279,7 +281,7 @@ def _bytes(text: str) -> int:
 def cmd_feedback(args) -> int:
     course = _course(args)
     _known(course, args.assignment)
-    from grader.feedback import feedback
+    from grader.outputs.feedback import feedback
 
     to = Path(args.to).resolve() if args.to else None
     pages = feedback(course, args.assignment, to=to)
@@ -291,7 +293,7 @@ def cmd_feedback(args) -> int:
           f"{len(pages)} student(s) in {course.feedback}/STUDENT/{args.assignment}/"
           + (f"; copies in {to}" if to else ""))
     if args.publish:
-        from grader.feedback import publish_feedback
+        from grader.outputs.feedback import publish_feedback
 
         published, ungraded = publish_feedback(course, args.assignment)
         for student, why in published.items():
@@ -312,7 +314,7 @@ def cmd_feedback(args) -> int:
 def _graded_before(course: Course, assignment: str) -> None:
     """Raise FileNotFoundError unless `assignment` was autograded in `course` (every run
     writes its status file): before the gradebook is opened, which would create an empty one."""
-    from grader.status import status_path
+    from grader.record import status_path
 
     if not course.has_gradebook or not status_path(course.root, assignment).exists():
         raise FileNotFoundError(f"nothing of {assignment} was autograded in {course.root}: run "
@@ -323,7 +325,7 @@ def cmd_report(args) -> int:
     course = _course(args)
     _known(course, args.assignment)
     _graded_before(course, args.assignment)
-    from grader.report import report
+    from grader.outputs.report import report
 
     to = Path(args.to) if args.to else course.root / "reports" / f"{args.assignment}.html"
     feedback_dir = Path(args.feedback) if args.feedback else None
@@ -337,7 +339,7 @@ EXPORT_NAMES = {"nbgrader": "grades.csv", "canvas": "grades-canvas.csv",
 
 
 def cmd_export(args) -> int:
-    from grader.export import export
+    from grader.outputs.export import export
 
     course = _course(args)
     roster = Path(args.roster) if args.roster else None
@@ -350,7 +352,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_roster(args) -> int:
-    from grader.roster import described, import_roster
+    from grader.nbgrader.roster import described, import_roster
 
     course = _course(args)
     outcome = import_roster(course, Path(args.roster), args.format)
@@ -375,7 +377,7 @@ def cmd_roster(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from grader.check import report, run_visible_tests
+    from grader.selfcheck.run import report, run_visible_tests
 
     run = run_visible_tests(Path(args.notebook), timeout=args.timeout)
     print(report(run, Path(args.notebook)))
@@ -395,7 +397,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_lab(args) -> int:
-    from grader.lab import lab
+    from grader.servers.lab import lab
 
     return lab(_course(args), args.jupyter_args)
 
@@ -445,11 +447,55 @@ def _course_options(p: argparse.ArgumentParser, default=None) -> None:
         p.add_argument(flag, default=default, help=text)
 
 
+def _log_options(p: argparse.ArgumentParser, default=None) -> None:
+    """-v and --quiet, before the command or after it (as the course's options)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-v", "--verbose", action="store_const", const="verbose", dest="talk",
+                       default=default, help="also show the grader's diagnostics (its log at "
+                                             "DEBUG level) (default: progress lines and warnings)")
+    group.add_argument("-q", "--quiet", action="store_const", const="quiet", dest="talk",
+                       default=default, help="no progress lines, only warnings, errors and the "
+                                             "command's result (default: progress lines too)")
+
+
 def _command(sub, name: str, text: str, course: bool = True, **kwargs) -> argparse.ArgumentParser:
     s = sub.add_parser(name, help=text, **kwargs)
     if course:
         _course_options(s, default=argparse.SUPPRESS)
+    _log_options(s, default=argparse.SUPPRESS)
     return s
+
+
+class _Below(logging.Filter):
+    """Records under a level (the progress lines, on stdout; the rest go to stderr)."""
+
+    def __init__(self, level: int):
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < self.level
+
+
+def configure_logging(talk: str | None) -> None:
+    """The grader's loggers for a command: progress lines (the pipeline's INFO records) on
+    stdout, warnings and errors on stderr; `verbose` adds every module's diagnostics (DEBUG),
+    `quiet` leaves warnings and errors alone. Called again (the tests run commands in one
+    process), it replaces its own handlers rather than adding more."""
+    root = logging.getLogger("grader")
+    for handler in [h for h in root.handlers if getattr(h, "grader_cli", False)]:
+        root.removeHandler(handler)
+    out, err = logging.StreamHandler(sys.stdout), logging.StreamHandler(sys.stderr)
+    out.addFilter(_Below(logging.WARNING))
+    err.setLevel(logging.WARNING)
+    for handler in (out, err):
+        handler.grader_cli = True
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        root.addHandler(handler)
+    root.setLevel({"verbose": logging.DEBUG}.get(talk, logging.WARNING))
+    progress = logging.getLogger("grader.pipeline")
+    progress.setLevel({"verbose": logging.NOTSET, "quiet": logging.WARNING}.get(talk,
+                                                                                 logging.INFO))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -459,6 +505,7 @@ def parser() -> argparse.ArgumentParser:
                                 epilog=EXIT_STATUSES,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     _course_options(p)
+    _log_options(p)
     sub = p.add_subparsers(dest="command", required=True)
 
     s = _command(sub, "release", "make student versions of assignments")
@@ -592,7 +639,10 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command != "lab":
         p.error(f"unrecognized arguments: {' '.join(extra)}")
     args.jupyter_args = extra
+    if args.command not in ("lab", "hub"):  # those run Jupyter's servers, which keep them
+        formats.leave_out()  # jsonschema's optional format packages (grader/startup/formats.py)
     install_log_escaping()  # log lines quote student ids, file names, errors
+    configure_logging(args.talk)
     try:
         return args.run(args)
     except (FileNotFoundError, ValueError, RuntimeError) as e:  # may quote a student's text
@@ -603,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """The program (`python -m grader`, `course-grader`): main(), then the process ends without
     tearing its interpreter down, which costs a command that imported torch (`check`, grading
-    one submission) CPU at every run (`check` of one notebook: 0.15-0.31 s less, README).
+    one submission) CPU at every run (grader/startup/exits.py).
     Every exit handler registered after this one (the sandbox stopped, temporary folders
     removed, multiprocessing's) still runs first: handlers run last-registered first.
     (In-process callers, the tests, call main().)"""
@@ -613,7 +663,7 @@ def run() -> None:
     status = 1  # an exception escapes: Python prints it, then this handler ends the process
 
     def end() -> None:
-        from grader.exits import exit_now
+        from grader.startup.exits import exit_now
 
         logging.shutdown()  # registered before this handler (logging is imported by now)
         exit_now(status)

@@ -32,7 +32,7 @@ from jinja2 import pass_context
 
 log = logging.getLogger(__name__)
 
-TEMPLATES = Path(__file__).parent / "templates"
+TEMPLATES = Path(__file__).parent / "outputs" / "templates"
 
 # What a notebook's markdown renders to, plus the inline HTML students write in it.
 TAGS = frozenset({

@@ -14,7 +14,6 @@ when the grader took it in, never a date the student wrote.
 from __future__ import annotations
 
 import errno
-import hashlib
 import logging
 import os
 import pwd
@@ -27,9 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.course import Course
+from grader.files import folder_hash
 from grader.notebooks import unreadable_notebooks
+from grader.record import flag
 from grader.shown import shown
-from grader.status import flag
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class Intake:
 
     @property
     def flags(self) -> list[dict]:
-        return [{"kind": "intake", "detail": f"{rel} {why}: not graded"}
+        return [flag("intake", f"{rel} {why}: not graded")
                 for rel, why in self.left_out.items()]
 
 
@@ -398,7 +398,7 @@ def _timestamp(target: Path, staging: Path, now: datetime | None) -> str:
     """The intake time in nbgrader's format; the earlier intake's time when the content is the
     same as then (grading again must not make a submission late)."""
     old = target / TIMESTAMP
-    if _regular(old) and _digest(target) == _digest(staging):
+    if _regular(old) and folder_hash(target, {TIMESTAMP}) == folder_hash(staging, {TIMESTAMP}):
         return old.read_text()
     return (now or datetime.now(UTC)).strftime(TIMESTAMP_FORMAT)
 
@@ -408,23 +408,6 @@ def _regular(path: Path) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except FileNotFoundError:
         return False
-
-
-def _digest(folder: Path) -> str:
-    """A hash of the names and bytes of the files under `folder` (timestamp.txt aside); the
-    folder is the grader's own copy, walked without following links all the same."""
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames.sort()
-        for name in sorted(filenames):
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, folder)
-            if rel == TIMESTAMP or not _regular(Path(path)):
-                continue
-            h.update(rel.encode() + b"\0")
-            with open(path, "rb") as f:
-                h.update(hashlib.file_digest(f, "sha256").digest())
-    return h.hexdigest()
 
 
 def _swap_in(staging: Path, target: Path) -> None:

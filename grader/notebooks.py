@@ -70,7 +70,7 @@ def unreadable_notebooks(folder: Path, expected: list[str]) -> str | None:
 def handover(nb) -> str:
     """A notebook as JSON for the grader's hand-over between its stages (stage 1 to the pool,
     the pool back to stage 3), never a file a person reads: compact, by Python's C encoder.
-    nbformat.writes copies, validates and indents it with the pure-Python encoder: 8-9 times
-    the CPU (bench/handover.py: 3.3 against 0.4 ms a notebook; 2.0 against 0.2 on a faster
-    spell). nbformat.reads takes it as any notebook (and validates it there)."""
+    nbformat.writes copies, validates and indents it with the pure-Python encoder, several
+    times the CPU (bench/handover.py measures both). nbformat.reads takes it as any notebook
+    (and validates it there)."""
     return json.dumps(nb, ensure_ascii=False)

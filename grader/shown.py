@@ -46,7 +46,7 @@ class ShownLogRecord(logging.LogRecord):
     traitlets' included): its arguments (where a student's id, file name or error text goes)
     are `shown` whole, line breaks included, so none can forge a line; the message itself keeps
     its lines (a traceback nbgrader logs as its message must stay readable, and
-    grader.nbgrader_api.reason reads its last line), each `shown`, the lines after the first
+    grader.nbgrader.api.reason reads its last line), each `shown`, the lines after the first
     indented, so that no text in it starts a line of the log as the program's own would."""
 
     def getMessage(self) -> str:  # noqa: N802 (logging's name)

@@ -68,9 +68,9 @@ def _count_autograde():
     """Count autograde() calls (a pass-through wrapper; installed before any test imports it)."""
     import functools
 
-    import grader.autograde
+    import grader.pipeline.autograde
 
-    inner = grader.autograde.autograde
+    inner = grader.pipeline.autograde.autograde
 
     @functools.wraps(inner)
     def autograde(course, assignment, *args, **kwargs):
@@ -79,7 +79,7 @@ def _count_autograde():
         RUNS.notebooks[assignment] += sum(not r.skipped and not r.error for r in results)
         return results
 
-    grader.autograde.autograde = autograde
+    grader.pipeline.autograde.autograde = autograde
 
 
 _count_autograde()
@@ -117,7 +117,7 @@ class SampleClasses:
     """The output of one `make demo` run: build/demo/'s layout, in `out`."""
 
     out: Path  # course/, submissions/, feedback/, reports/, grades.csv
-    rows: dict  # {assignment: {student id: grader.autograde.Result}}
+    rows: dict  # {assignment: {student id: grader.pipeline.autograde.Result}}
     log: list[str]  # what the demo said (its progress lines included)
 
     @property

@@ -1,4 +1,5 @@
-"""`grader lab` for the browser tests: JupyterLab started as `make lab` starts it (grader.lab),
+"""`grader lab` for the browser tests: JupyterLab started as `make lab` starts it
+(grader.servers.lab),
 on one course, on loopback, without a token, with no user config or kernels of this machine."""
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def running_lab(course_root: Path, tmp: Path, settings: dict | None = None,
                    JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"))
     port = free_port()
     code = ("import sys; from pathlib import Path; from grader.course import Course; "
-            "from grader.lab import lab; "
+            "from grader.servers.lab import lab; "
             f"sys.exit(lab(Course(Path({str(course_root)!r})), sys.argv[1:], "
             f"config_dir=Path({str(tmp / 'nbgrader')!r})))")
     args = ["--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",

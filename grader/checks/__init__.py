@@ -5,6 +5,11 @@ what came back, where the largest error is, and the cause when a known mistake's
 reproduces the answer. These helpers contain no solutions, so the student edition ships them.
 """
 
+
+# The names of PyTorch's ready-made pieces a test may switch off (forbidden=SOFTMAX): the
+# switches run in the student's process, so they live on the sandbox's side.
+from grader.sandbox.forbidden import ATTENTION, LAYER_NORM, SOFTMAX, forbidden_builtins
+
 from .compare import (
     CheckFailure,
     as_matrix,
@@ -14,7 +19,6 @@ from .compare import (
     expect_tensor,
 )
 from .devices import expect_follows_device
-from .forbidden import forbidden_builtins
 from .properties import (
     expect_no_lookahead,
     expect_permutation_equivariant,
@@ -24,6 +28,9 @@ from .properties import (
 from .reference import all_cases, compare_gradients, compare_outputs, load_weights
 
 __all__ = [
+    "ATTENTION",
+    "LAYER_NORM",
+    "SOFTMAX",
     "CheckFailure",
     "all_cases",
     "as_matrix",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from grader.failure import CheckFailure  # (re-exported: grader.checks.CheckFailure)
+
 # Tolerances per dtype: float32 answers computed in a different (correct) order differ from the
 # reference by a few ulps times the size of the computation. float64 answers may hold one
 # constant rounded to float32 (`torch.tensor(d).sqrt()` is float32 by default): a relative
@@ -17,13 +19,11 @@ TOLERANCES = {
 }
 
 
-class CheckFailure(AssertionError):
-    """A test found a wrong answer; the message is written for the student."""
 
 
 def argmax_index(values: torch.Tensor) -> tuple[int, ...]:
     """The index of the largest entry, as a tuple. (Not torch.unravel_index: its first call
-    imports PyTorch's symbolic-shape machinery, over a second of CPU in every process.)"""
+    imports PyTorch's symbolic-shape machinery in every process.)"""
     flat, index = int(values.flatten().argmax()), []
     for size in reversed(values.shape):
         flat, i = divmod(flat, size)
@@ -46,7 +46,7 @@ def fmt_pair(expected: float, actual: float) -> tuple[str, str]:
 
 def type_name(value) -> str:
     """The type of a value, in the student's words (a handle on a remote object says its type)."""
-    from grader.sandbox.remote import Remote
+    from grader.judge.remote import Remote
 
     return value._ref.type if isinstance(value, Remote) else type(value).__name__
 
@@ -95,7 +95,7 @@ def _is_remote_array(value) -> bool:
     (numpy makes a list of Fractions or Decimals one). Its `tolist()`, asked of the student's
     process, comes back as a list of numbers or of handles on numbers, which `as_number`
     reads; so autograde takes every form `grader check` (which holds the array itself) takes."""
-    from grader.sandbox.remote import Remote
+    from grader.judge.remote import Remote
 
     return isinstance(value, Remote) and value._ref.type == "ndarray"
 
@@ -176,21 +176,6 @@ def _exact_differences(actual, expected) -> str | None:
     return (f"is wrong at {int(wrong.sum())} of {wrong.numel()} entries{rows}; the first at "
             f"index {_fmt_index(first)}: expected {expected[first].item()}, got "
             f"{actual[first].item()}")
-
-
-def unchanged(before: torch.Tensor, after: torch.Tensor) -> bool:
-    """Whether `after` holds exactly what `before` held (NaN where it held NaN): has a call
-    left its input as it was given?"""
-    before, after = before.detach(), after.detach()
-    if before.shape != after.shape or before.dtype != after.dtype:
-        return False
-    if before.device.type == "meta":  # a device check's input holds no values (devices.py)
-        return after.device.type == "meta"
-    if torch.equal(before, after):  # the usual case, in one operation
-        return True
-    if before.is_floating_point():  # NaN is never equal to itself: equal where both are NaN
-        return bool(torch.isclose(before, after, rtol=0, atol=0, equal_nan=True).all())
-    return False
 
 
 def matches(actual, predicted, atol=None, rtol=None, slack: float = 10) -> bool:

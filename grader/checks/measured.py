@@ -2,7 +2,7 @@
 process reports.
 
 - `expect_memory_measured_linear`: the memory a function needs, measured by the kernel in a
-  fresh process (grader.sandbox.fresh) at increasing sizes, judged against a stated linear
+  fresh process (grader.judge.fresh) at increasing sizes, judged against a stated linear
   allowance.
 - `expect_hidden_tiles_skipped`: causal tiled attention on inputs whose values are NaN from some
   key on; a tile the mask hides entirely, if computed, spreads the NaN (0 x NaN is NaN) into
@@ -60,7 +60,7 @@ def expect_memory_measured_linear(name: str, what: str, sizes=SIZES, block: int 
     of memory at every size (in increasing order), measured from outside in one fresh process
     (fresh.measure_calls); returns {n: bytes}, or None outside the grader (nothing can be
     measured there)."""
-    from grader.sandbox import fresh
+    from grader.judge import fresh
 
     if not fresh.available():
         print(f"(the memory of {what} is measured when the grader runs this test)")

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 
 import torch
 
+from grader.judge.memo import MEMO
+from grader.sandbox.codec import unchanged
+from grader.sandbox.forbidden import announced, forbidden_builtins
+from grader.sandbox.probe import probing
+
 from .causes import cause_lines
-from .compare import CheckFailure, expect_close, matches, unchanged
-from .devices import probing
-from .forbidden import announced, forbidden_builtins
+from .compare import CheckFailure, expect_close, matches
 from .hints import hint_for
-from .memo import MEMO
 
 _ACTIVE: list[list] = []  # the cases recorded by the all_cases() blocks now open
 _WATCHERS: list = []  # the observing() blocks now open (the regime meta-test's)
@@ -73,7 +75,7 @@ def run_student(fn, inputs, what: str, case: str = "", forbidden=(), attention: 
         return [same_layout(t).requires_grad_(probe and t.is_floating_point())
                 if isinstance(t, torch.Tensor) else t for t in inputs]
 
-    from grader.sandbox.remote import Remote, call_reporting_changes
+    from grader.judge.remote import Remote, call_reporting_changes
 
     remote = isinstance(fn, Remote)
     # A handle on the student's process: the built-ins are switched off there, where the code
@@ -341,7 +343,7 @@ def compare_gradients(student_fn, reference_fn, inputs, what: str, input_names,
 def _parameter_grads(params) -> dict:
     """{name: gradient} of a module's parameters (a module here or in the student's process),
     or of a {name: parameter} dict."""
-    from grader.sandbox.remote import Remote
+    from grader.judge.remote import Remote
 
     if isinstance(params, Remote):
         return params._link.parameter_grads(params)

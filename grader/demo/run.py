@@ -13,13 +13,13 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook
 
-from grader.autograde import Result, autograde
 from grader.course import COURSE_ID, REPO, Course
 from grader.demo.sample_class import SAMPLE_CLASSES, Student, write_class
-from grader.export import export
-from grader.feedback import feedback
-from grader.release import release
-from grader.report import report
+from grader.nbgrader.release import release
+from grader.outputs.export import export
+from grader.outputs.feedback import feedback
+from grader.outputs.report import report
+from grader.pipeline.autograde import Result, autograde
 
 
 def _show(path: Path) -> Path:

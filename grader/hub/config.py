@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from grader import lab_style
 from grader.course import COURSE_ID
 from grader.hub.layout import Hub
-from grader.threads import ONE_THREAD
+from grader.servers import lab_style
+from grader.startup.threads import ONE_THREAD
 
 STUDENT_NBGRADER = '''\
 # Written by `python -m grader hub`: a student's server.
@@ -26,15 +26,16 @@ c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = {course_id!r}
 c.Exchange.root = {exchange!r}
 c.Exchange.assignment_dir = os.path.expanduser("~")
-# Submissions readable by the student and the instructor's group only (grader/submit.py).
-c.ExchangeFactory.submit = "grader.submit.PrivateSubmit"
+# Submissions readable by the student and the instructor's group only (grader/nbgrader/submit.py).
+c.ExchangeFactory.submit = "grader.nbgrader.submit.PrivateSubmit"
 '''
 
 INSTRUCTOR_NBGRADER = '''\
 # Written by `python -m grader hub`: the instructor's server (grader comes from {lib}).
 from pathlib import Path
 
-from grader.course import Course, nbgrader_config
+from grader.course import Course
+from grader.nbgrader.config import nbgrader_config
 
 c = get_config()  # noqa: F821
 c.merge(nbgrader_config(Course(Path({course!r}), shared_exchange=Path({exchange!r}))))
@@ -72,7 +73,7 @@ def write_role_configs(hub: Hub) -> None:
             f"nbgrader.server_extensions.{ext}": ext in allowed[role]
             for ext in NBGRADER_EXTENSIONS}}}
         # the Content-Security-Policy of the formgrader's submission pages (the instructor's)
-        server["ServerApp"]["jpserver_extensions"]["grader.formgrader_policy"] = \
+        server["ServerApp"]["jpserver_extensions"]["grader.servers.formgrader_policy"] = \
             role == "instructor"
         # the grader's custom.css: nbgrader's Validate dialog wraps long messages
         server["ServerApp"]["jpserver_extensions"].update(lab_style.EXTENSION)

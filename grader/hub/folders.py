@@ -52,7 +52,7 @@ def exchange(hub: Hub, instructor) -> None:
         make_dir(path, uid, gid, mode)
         _setfacl("-b", "-k", path)  # not the private default inherited from the exchange
     # Submissions carry an entry for the instructor, so they need no permission for anyone
-    # else (grader.submit.PrivateSubmit).
+    # else (grader.nbgrader.submit.PrivateSubmit).
     _setfacl("-d", "-m", ",".join((*private, f"u:{instructor.pw_name}:rwX")), course / "inbound")
 
 

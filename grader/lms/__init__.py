@@ -1,6 +1,6 @@
 """Grades for a learning management system: the table every LMS writer reads.
 
-grader/export.py reads the gradebook once into a `GradeTable`; each module here (canvas,
+grader/outputs/export.py reads the gradebook once into a `GradeTable`; each module here (canvas,
 moodle) turns that table into the CSV its LMS imports. Nothing in this package touches nbgrader.
 
 Every CSV here is written with the csv module (a comma, quote or line break inside a cell stays

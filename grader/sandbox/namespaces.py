@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.threads import ONE_THREAD
+from grader.startup.threads import ONE_THREAD
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ def command(argv: list[str], sizes: Sizes = Sizes(),
         if Path("/etc", name).exists():
             cmd += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     made = {"/etc", "/usr", "/tmp", "/dev", "/proc", SCRATCH}
-    if Path(HUGE_PAGES).is_dir():  # read by glibc's malloc, tuned for the server (zygote.TUNING)
+    if Path(HUGE_PAGES).is_dir():  # glibc reads it (grader.startup.huge_pages)
         _bind_read_only(cmd, made, HUGE_PAGES, "--ro-bind-try")
     for path in readable_paths():
         _bind_read_only(cmd, made, path)

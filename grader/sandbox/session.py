@@ -28,8 +28,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.record import Flag, flag
 from grader.sandbox import cgroup, namespaces
-from grader.sandbox.zygote import TUNING
+from grader.sandbox.proc import stat, stat_fields
+from grader.startup.huge_pages import TUNING
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +50,13 @@ class Confinement:
                   else "rlimits (no writable cgroup hierarchy)")
         return f"{where}; limits: {limits}; Landlock as a second layer where the kernel has it"
 
-    def flags(self) -> list[tuple[str, str]]:
+    def flags(self) -> list[Flag]:
         """The flags every submission graded under this confinement carries (the instructor's
         choice to grade without the sandbox: each grade it gave is to be read with it)."""
         out = []
         if not self.sandboxed:
-            out.append(("unconfined", "graded WITHOUT the sandbox (--unconfined): "
-                        + self.why_not))
+            out.append(flag("unconfined", "graded WITHOUT the sandbox (--unconfined): "
+                            + self.why_not))
         return out
 
     def conditions(self) -> list[str]:
@@ -90,7 +92,7 @@ def confinement(unconfined: bool = False) -> Confinement:
 def adopt(unconfined: bool, found: Confinement) -> None:
     """Take `found` as this process's confinement(unconfined): what the process that started
     it found on this machine moments before (a grading pool's processes take the command's
-    rather than each starting a sandboxed interpreter to probe again, about 40 ms of CPU)."""
+    rather than each starting a sandboxed interpreter to probe again)."""
     _found[unconfined] = found
 
 
@@ -109,8 +111,8 @@ def launch(confined: Confinement, preload: tuple[str, ...] = (),
            cpu: int | None = None) -> tuple[Launched, subprocess.Popen]:
     """Start a sandbox server (zygote.py) without waiting for it to import torch; `preload`:
     the modules the assignment declares its students' processes import (imported there once;
-    grader.parallel.sandbox_preload_for); `cpu`: the core it and its students' processes keep
-    to (grader.parallel.worker_cpu), None for any."""
+    grader.pipeline.pools.sandbox_preload_for); `cpu`: the core it and its students' processes keep
+    to (grader.pipeline.pools.worker_cpu), None for any."""
     sock, theirs = socket.socketpair()
     if confined.sandboxed:
         scratch = namespaces.SCRATCH
@@ -166,7 +168,7 @@ class Zygote:
     def running(self) -> bool:
         if self.proc is not None:
             return self.proc.poll() is None
-        fields = _stat_fields(self.host_pid)  # not our child: its state, zombie or gone
+        fields = stat_fields(self.host_pid)  # not our child: its state, zombie or gone
         return fields is not None and fields[0] not in "ZX"
 
     def _ask(self, request: dict, fds=()) -> dict:
@@ -493,26 +495,12 @@ class Session:
             self.conn = None
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (None: no such process)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2:].split()
-
-
 def cpu_seconds(pid: int, reaped: bool = False) -> float:
     """CPU time of a process (0 when gone); `reaped`: with that of the children it reaped."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     if fields is None:
         return 0.0
     return sum(int(f) for f in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: int):
-    fields = _stat_fields(pid)
-    return None if fields is None else (int(fields[1]), int(fields[3]))  # parent, session id
 
 
 def _all_pids() -> list[int]:
@@ -522,7 +510,7 @@ def _all_pids() -> list[int]:
 def descendants(pid: int) -> set[int]:
     children: dict[int, list[int]] = {}
     for p in _all_pids():
-        st = _stat(p)
+        st = stat(p)
         if st:
             children.setdefault(st[0], []).append(p)
     found, todo = set(), [pid]
@@ -535,4 +523,4 @@ def descendants(pid: int) -> set[int]:
 
 
 def session_members(sid: int) -> set[int]:
-    return {p for p in _all_pids() if (st := _stat(p)) and st[1] == sid and p != sid}
+    return {p for p in _all_pids() if (st := stat(p)) and st[1] == sid and p != sid}

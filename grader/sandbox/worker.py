@@ -17,10 +17,10 @@ import traceback
 
 import torch
 
-from grader.checks import forbidden
-from grader.checks.compare import unchanged
-from grader.checks.devices import probing
-from grader.sandbox import codec, keyrings, landlock
+from grader.sandbox import codec, forbidden, keyrings, landlock
+from grader.sandbox.codec import unchanged
+from grader.sandbox.probe import probing
+from grader.sandbox.proc import PR_SET_DUMPABLE, prctl
 
 KEEP_OUTPUT = 20_000  # characters of a cell's printed output kept for the feedback
 
@@ -272,9 +272,7 @@ def confine(config: dict) -> dict:
         with contextlib.suppress(OSError):  # keyring of its own, not the server's shared one
             keyrings.join_fresh_session()
     with contextlib.suppress(OSError):
-        from grader.sandbox.zygote import _PR_SET_DUMPABLE, _prctl
-
-        _prctl(_PR_SET_DUMPABLE, 1)  # its own children may inspect it (the zygote stays closed)
+        prctl(PR_SET_DUMPABLE, 1)  # its own children may inspect it (the zygote stays closed)
     limits = [(resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, config["max_file_bytes"])]
     if config.get("memory_bytes"):
         limits.append((resource.RLIMIT_AS, config["memory_bytes"]))
@@ -296,11 +294,21 @@ def confine(config: dict) -> dict:
     return report
 
 
+def shell():
+    """The IPython shell every worker runs cells in, made here once (a fifth of a second each
+    time otherwise) and never used here: each fork gets a fresh copy. No history database: a
+    file shared by forked copies would be corrupted."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    return InteractiveShell.instance(config=config)
+
+
 def main(conn, config: dict) -> None:
     """Entry point of the forked process (see session.py)."""
     confinement = confine(config)
-    from grader.sandbox.zygote import shell
-
     worker = Worker(conn, config)
     worker.confinement = confinement
     worker.shell = shell()  # the zygote's, copied by the fork: user_ns as clean as it was there

@@ -15,7 +15,6 @@ can use the kernel's keyrings (keyrings.py).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -25,32 +24,18 @@ import socket
 import sys
 import time
 
-from grader.collector import pause, resume
-from grader.exits import exit_now
-from grader.sandbox import compiler, ipc, keyrings
+from grader.sandbox import ipc, keyrings
 from grader.sandbox.namespaces import MQUEUE
+from grader.sandbox.proc import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, prctl, stat
+from grader.startup import compiler
+from grader.startup.collector import pause, resume
+from grader.startup.exits import exit_now
+from grader.startup.huge_pages import TUNING
+from grader.startup.warm_up import warm_up, warm_up_gradients, warm_up_meta, warm_up_seed
 
 PRELOAD = ("torch", "torch.nn", "torch.nn.functional", "numpy",
            "IPython.core.interactiveshell", "IPython.core.logger", "bdb",  # run_cell's first use
            "grader.checks", "grader.sandbox.worker")
-_PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
-# The server's environment adds this to its students' (namespaces.environment), and takes it
-# out again as it starts (main): glibc's malloc asks the kernel for huge pages (2 MiB) for its
-# heap, where the kernel's transparent huge pages are "madvise" (this machine's setting) or
-# "always" (with "never", nothing changes). A fork copies one page-table entry, and an exit
-# drops one, for each page of the server's memory: half of it is malloc's, and in huge pages
-# that is 512 times fewer entries. Measured (self_attention's server): a student's turn with
-# no cells 8.7-10.0 ms of the sandbox's CPU against 15.0-16.1 ms, the server's start-up
-# unchanged. A student's first write to a shared page copies 4 KiB as before (the kernel
-# splits the huge page's entry for that process). namespaces.HUGE_PAGES: where glibc reads
-# the kernel's setting.
-TUNING = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
-
-
-def _prctl(option: int, value: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
 
 
 def _reap(statuses: dict) -> None:
@@ -84,12 +69,11 @@ def _fork(config: dict, fd: int, server: socket.socket) -> int:
 def _lineage() -> set[int]:
     """This process and its ancestors in the sandbox (its init, the bwrap that forbids user
     namespaces): a sweep spares them."""
-    from grader.sandbox.session import _stat  # /proc/PID/stat, read in one place
 
     found, pid = set(), os.getpid()
     while pid > 0 and pid not in found:
         found.add(pid)
-        parent_and_session = _stat(pid)
+        parent_and_session = stat(pid)
         if parent_and_session is None:
             break
         pid = parent_and_session[0]
@@ -236,67 +220,14 @@ def serve(sock: socket.socket, setup: dict) -> None:
         sock.sendall(json.dumps(answer).encode() + b"\n")
 
 
-def warm_up() -> None:
-    """Run the kinds of operations notebooks use once, here: PyTorch sets up each operator on
-    first use (dispatch tables, kernels), and every forked worker inherits that work."""
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-
-    for dtype in (torch.float32, torch.float64):
-        x = torch.randn(2, 3, 4, 4, dtype=dtype, requires_grad=True)
-        mask = torch.ones(4, 4, dtype=torch.bool).tril()
-        att = torch.softmax((x @ x.transpose(-2, -1)).masked_fill(~mask, float("-inf")), -1)
-        y = F.layer_norm(att @ x, (4,)) + F.gelu(x).tanh() * x.exp().sqrt().log1p()
-        layer = nn.Linear(4, 4).to(dtype)
-        emb = nn.Embedding(5, 4).to(dtype)
-        (layer(y).sum() + emb(torch.tensor([1, 2])).sum() + x.mean().abs()
-         + F.cross_entropy(y.reshape(-1, 4), torch.zeros(24, dtype=torch.long))).backward()
-        torch.allclose(x, x), torch.equal(x, x), x.detach().clone().view(-1).numpy()
-
-
-def warm_up_gradients() -> None:
-    """A gradient test's backward pass with the grader's gradients (worker.op_backward, in
-    every assignment's gradient tests) imports PyTorch's symbolic shapes (sympy, half a second)
-    on its first use: the sandbox server pays it once, not every student's process."""
-    import torch
-
-    x = torch.randn(2, 3, dtype=torch.float64, requires_grad=True)
-    y = torch.softmax(x, -1)
-    torch.autograd.backward([y], [torch.ones_like(y)])
-
-
-def warm_up_seed() -> None:
-    """A notebook's `torch.manual_seed(...)`: its first call sets up PyTorch's lazy seeding of
-    other devices, and, once PyTorch's compiler is imported, the wrapper that keeps the compiler
-    out of it (one to five milliseconds in each student's process otherwise). Seeded with the
-    generator's own first seed: back to the random state this server started with."""
-    import torch
-
-    torch.manual_seed(torch.initial_seed())
-
-
-def warm_up_meta() -> None:
-    """The meta device (tests check device= handling with it) runs operations written in
-    Python, which need PyTorch's symbolic shapes (sympy, imported by the gradients' warm-up) and
-    import its compiler (torch._dynamo, half a second) on first use unless compiler.defer() has
-    run. Optimizers' steps import the compiler whatever is done: an assignment whose students
-    train declares it (`sandbox_preload`, read by grader.parallel.sandbox_preload_for) and the
-    server imports it once; the judge's fork server what the tests need (`judge_preload`)."""
-    import torch
-
-    m = torch.ones(3, 3, dtype=torch.bool, device="meta").tril()
-    torch.zeros(3, 4, device="meta")[:, 0::2].sin(), m.to(torch.float32) @ m.to(torch.float32)
-
-
 def warm_up_lines() -> None:
     """The source lines of the files a notebook's cell runs under (this server, the worker,
     IPython's run_cell), read into `linecache` here once. `torch.manual_seed`, which most
     notebooks call, formats the stack it was called from three times (PyTorch keeps it for
     devices it would seed lazily); in a student's process that stack runs through IPython's
-    largest file, which each process would otherwise read and split into lines itself: about
-    100 of the 800 page faults of a notebook's first cell (self_attention, 24 notebooks, three
-    runs each way). Only public library source: nothing a student may not read."""
+    largest file, which each process would otherwise read and split into lines itself, page
+    faults of every notebook's first cell. Only public library source: nothing a student may
+    not read."""
     import linecache
 
     from IPython.core import async_helpers, interactiveshell
@@ -305,18 +236,6 @@ def warm_up_lines() -> None:
 
     for module in (sys.modules[__name__], worker, interactiveshell, async_helpers):
         linecache.getlines(module.__file__)
-
-
-def shell():
-    """The IPython shell every worker runs cells in, made here once (a fifth of a second each
-    time otherwise) and never used here: each fork gets a fresh copy. No history database: a
-    file shared by forked copies would be corrupted."""
-    from IPython.core.interactiveshell import InteractiveShell
-    from traitlets.config import Config
-
-    config = Config()
-    config.HistoryManager.enabled = False
-    return InteractiveShell.instance(config=config)
 
 
 def _keys_out_of_reach(sandboxed: bool) -> tuple[bool, str]:
@@ -349,9 +268,9 @@ def main() -> None:
     # Orphans of a worker (double forks, setsid) become ours, so a sweep finds them all; and
     # nothing of the same user may read or trace this process's memory.
     with contextlib.suppress(OSError):
-        _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
     with contextlib.suppress(OSError):
-        _prctl(_PR_SET_DUMPABLE, 0)
+        prctl(PR_SET_DUMPABLE, 0)
     started = time.process_time()  # this process's CPU so far: the interpreter's start, and
     # this module's imports (process_time counts from the process's start, not from here)
     parts = {"interpreter": started}  # CPU seconds of each step (the bench prints where it goes)
@@ -361,7 +280,7 @@ def main() -> None:
         parts[name] = now - since
         return now
 
-    pause()  # the garbage collector, until the start-up is over (grader.collector)
+    pause()  # the garbage collector, until the start-up is over (grader.startup.collector)
     for name in PRELOAD:
         __import__(name)
     import torch
@@ -387,6 +306,8 @@ def main() -> None:
     t = step("meta device", t)
     warm_up_seed()  # after the compiler, which wraps torch.manual_seed
     warm_up_lines()
+    from grader.sandbox.worker import shell
+
     shell()
     # What the start-up made is frozen: shared with each student's process until written to, it
     # would be written to all over by a full collection there (0.16 s of copied pages).

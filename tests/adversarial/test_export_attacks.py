@@ -23,7 +23,7 @@ import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
 from grader.course import COURSE_ID, REPO, Course
-from grader.release import release
+from grader.nbgrader.release import release
 from grader.shown import shown
 
 from .attacks import FULL, Attack, build

@@ -27,7 +27,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
 from grader.course import COURSE_ID, REPO, Course
 from grader.html_safety import STATIC_PAGE_POLICY
-from grader.release import release
+from grader.nbgrader.release import release
 from tests.chromium import CHROMIUM, chromium
 from tests.lab_server import running_lab
 
@@ -349,7 +349,7 @@ def test_rich_outputs_are_dropped_or_cleaned_by_the_exporter(batch, browser, tmp
     from nbconvert.exporters import HTMLExporter
     from nbgrader.converters import GenerateFeedback
 
-    from grader.course import nbgrader_config
+    from grader.nbgrader.config import nbgrader_config
 
     nb = nbformat.read(batch["course"].autograded / "z2_honest" / "soft_select" /
                        "soft_select.ipynb", as_version=4)
@@ -390,7 +390,8 @@ def test_policy_alone_stops_a_script_in_a_page(batch, browser, tmp_path):
 
 @pytest.fixture(scope="module")
 def formgrader(batch, tmp_path_factory):
-    """`grader lab` (grader.lab, as `make lab` starts it) on the batch's course, on loopback,
+    """`grader lab` (grader.servers.lab, as `make lab` starts it) on the batch's course, on
+    loopback,
     without a token."""
     with running_lab(batch["course"].root, tmp_path_factory.mktemp("lab")) as url:
         yield url

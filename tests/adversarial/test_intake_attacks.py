@@ -21,7 +21,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader.course import COURSE_ID, REPO, Course
-from grader.release import release
+from grader.nbgrader.release import release
 
 from .attacks import FULL, Attack, build
 

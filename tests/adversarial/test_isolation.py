@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from grader.course import REPO, Course
-from grader.release import release
+from grader.nbgrader.release import release
 
 from .attacks import FULL, build
 from .isolation_attacks import ANSWERS, Plant, isolation_attacks, turn_attacks

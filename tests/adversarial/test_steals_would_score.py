@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import REPO, Course
-from grader.release import release
+from grader.nbgrader.release import release
 
 from .attacks import FULL, build
 from .isolation_attacks import Plant, isolation_attacks

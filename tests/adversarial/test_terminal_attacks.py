@@ -28,7 +28,7 @@ from nbgrader.api import Gradebook
 
 from grader.course import COURSE_ID, REPO, Course
 from grader.intake import MAX_ID_LENGTH
-from grader.release import publish, release
+from grader.nbgrader.release import publish, release
 from grader.shown import shown
 
 from .attacks import FULL, Attack, build

@@ -26,7 +26,7 @@ from nbformat.v4 import new_code_cell
 
 from grader.course import REPO, Course
 from grader.demo.sample_class import Student, make_submission
-from grader.release import release
+from grader.nbgrader.release import release
 from tests.adversarial.cli import grader
 from tests.verdicts import failed_tests
 

@@ -15,7 +15,7 @@ from nbformat.v4 import new_code_cell
 
 from grader.course import REPO, Course
 from grader.demo.sample_class import Student, make_submission
-from grader.release import release
+from grader.nbgrader.release import release
 
 pytestmark = pytest.mark.slow
 

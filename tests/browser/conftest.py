@@ -2,7 +2,7 @@
 
 The session's sample classes (`make demo`, graded once a session: tests/conftest.py), whose
 self_attention class these tests use; JupyterLab started on them exactly as `make lab` does
-(grader.lab) on a free loopback port; one headless chromium. Playwright never downloads a
+(grader.servers.lab) on a free loopback port; one headless chromium. Playwright never downloads a
 browser: it launches /usr/bin/chromium, which .ci/run installs (`apt-get install chromium`).
 Without it, these tests skip.
 
@@ -67,7 +67,7 @@ def sample_class(sample_classes) -> Path:
 
 @pytest.fixture(scope="module")  # stopped after its tests: a live server slows later runs
 def lab_url(sample_class, tmp_path_factory):
-    """JupyterLab as `make lab` starts it (grader.lab), on the sample class, on loopback."""
+    """JupyterLab as `make lab` starts it (grader.servers.lab), on the sample class, on loopback."""
     with running_lab(sample_class / "course", tmp_path_factory.mktemp("lab"), LAB_SETTINGS,
                      ("--ServerApp.open_browser=False",)) as url:
         yield url

@@ -1,7 +1,9 @@
 """nbgrader's Validate dialog in JupyterLab wraps a long message (issue 49, section 3): the
-grader's servers serve a custom.css (grader/lab_style.py) that JupyterLab links into its page.
+grader's servers serve a custom.css (grader/servers/lab_style.py) that JupyterLab links into its
+page.
 
-JupyterLab is started as `make lab` starts it (grader.lab) on a small soft_select course of its
+JupyterLab is started as `make lab` starts it (grader.servers.lab) on a small soft_select course of
+its
 own; the notebook validated is an answered release whose answer raises an error with a message
 of one 900-character word. Without the rule the message's <pre> is seven times wider than the
 dialog (measured: 7299 px in 919).
@@ -29,9 +31,10 @@ DAN = Student("dan", "raises an error with a long message", "partial", edits=[
 
 @pytest.fixture(scope="module")
 def validate_lab(tmp_path_factory):
-    """(url, the notebook's path below the repository) of a JupyterLab started by grader.lab."""
+    """(url, the notebook's path below the repository) of a JupyterLab started by
+    grader.servers.lab."""
     from grader.course import Course
-    from grader.release import release
+    from grader.nbgrader.release import release
 
     WORK.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="validate-", dir=WORK))  # below the server's root

@@ -14,11 +14,11 @@ import pytest
 from catalogue import FORMS, MISTAKES  # tests/catalogue/ is on sys.path (rootdir-less import)
 from forms import CODE_FORMS
 
-from grader.autograde import autograde
 from grader.checks.causes import CAUSES, named_causes
 from grader.course import REPO, Course
 from grader.demo.sample_class import Student, write_class
-from grader.release import release
+from grader.nbgrader.release import release
+from grader.pipeline.autograde import autograde
 from tests.verdicts import SKIP, checked, disagreements, failed_tests, visible_tests
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ import torch
 from catalogue import MISTAKES
 from forms import CODE_FORMS
 
-from grader.checks.devices import MIXED, DeviceProbe
+from grader.sandbox.probe import MIXED, DeviceProbe
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 

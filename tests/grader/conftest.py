@@ -7,7 +7,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from grader.course import REPO, Course
-from grader.release import release
+from grader.nbgrader.release import release
 from tests.notebooks import nbgrader_cell
 
 

@@ -50,7 +50,7 @@ def _broken(nb, **edits):
 def checked(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     """{notebook: `python -m grader check` of it}, each notebook saved with outputs."""
     from grader.course import Course
-    from grader.release import release
+    from grader.nbgrader.release import release
 
     tmp = tmp_path_factory.mktemp("check")
     course = Course(tmp / "course", source=REPO / "assignments")

@@ -127,7 +127,7 @@ def test_unchanged_is_exact_with_nan_equal_to_nan():
     """The in-place check: every pair of special and ordinary values at one entry, and
     integers, booleans, shapes and dtypes: unchanged exactly when bit-for-bit the same values
     (NaN where NaN was; 0.0 and -0.0 count as the same number)."""
-    from grader.checks.compare import unchanged
+    from grader.sandbox.codec import unchanged
 
     values = [0.0, -0.0, 1.0, 1.0 + 1e-12, float("nan"), float("inf"), float("-inf")]
     for b in values:
@@ -243,7 +243,7 @@ def test_student_using_builtin_gets_no_points():
 
 def test_an_exercise_whose_text_allows_attention_builtins_lets_them_through():
     # efficient_attention's KV cache: its text switches built-ins off for parts 1-3 only
-    from grader.checks.forbidden import SOFTMAX
+    from grader.sandbox.forbidden import SOFTMAX
 
     q, k, v = qkv()
 
@@ -290,7 +290,7 @@ def test_not_implemented_is_reported_plainly():
 
 
 def test_forbidden_softmax_covers_the_method_and_restores_inheritance():
-    from grader.checks.forbidden import SOFTMAX
+    from grader.sandbox.forbidden import SOFTMAX
 
     x = torch.randn(3, 4)
     assert "softmax" not in vars(torch.Tensor)
@@ -310,7 +310,7 @@ def test_class_report_counts_one_row_per_cause(tmp_path):
     import nbformat
 
     from grader.checks.causes import cause_lines
-    from grader.report import count_causes
+    from grader.outputs.report import count_causes
 
     def graded(student, *messages):
         path = tmp_path / student / "self_attention" / "self_attention.ipynb"

@@ -10,9 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.autograde import Result
 from grader.course import REPO
 from grader.demo.sample_class import SAMPLE_CLASSES, SOFT_SELECT_CLASS, make_submission
+from grader.pipeline.autograde import Result
 
 
 def grader(*args, cwd):
@@ -193,7 +193,7 @@ def test_help_shows_every_default_and_the_exit_statuses():
 
 def test_demo_and_lab_work_on_one_course_folder(tmp_path, monkeypatch, capsys):
     import grader.demo.run
-    import grader.lab
+    import grader.servers.lab
     from grader.cli import main
     from grader.course import DEFAULT_COURSE
 
@@ -205,7 +205,7 @@ def test_demo_and_lab_work_on_one_course_folder(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(grader.demo.run, "run_demo", fake_run_demo)
     monkeypatch.setattr(grader.demo.run, "next_steps", lambda course, rows: [])
-    monkeypatch.setattr(grader.lab, "lab", lambda course, extra: seen.setdefault("lab",
+    monkeypatch.setattr(grader.servers.lab, "lab", lambda course, extra: seen.setdefault("lab",
                                                                                   course.root))
     monkeypatch.delenv("GRADER_COURSE", raising=False)
     main(["demo"])  # `make demo`
@@ -221,7 +221,8 @@ def test_demo_and_lab_work_on_one_course_folder(tmp_path, monkeypatch, capsys):
 def test_the_demo_refuses_a_course_with_other_students(tmp_path, monkeypatch, capsys):
     import grader.demo.run
     from grader.cli import main
-    from grader.course import COURSE_ID, Course, setup_process
+    from grader.course import COURSE_ID, Course
+    from grader.nbgrader.config import setup_process
 
     course = Course(tmp_path / "real")
     course.root.mkdir()
@@ -245,7 +246,7 @@ def test_the_demo_refuses_a_course_with_other_students(tmp_path, monkeypatch, ca
 def test_autograde_exit_status_says_what_was_done(tmp_path, monkeypatch, capsys):
     """0 every submission graded, 1 some could not be (the student's), 3 the grader failed
     some (retry): from the results autograde returns, whatever grading did."""
-    import grader.autograde
+    import grader.pipeline.autograde
     from grader.cli import main
 
     (tmp_path / "subs" / "alice" / "soft_select").mkdir(parents=True)
@@ -257,7 +258,7 @@ def test_autograde_exit_status_says_what_was_done(tmp_path, monkeypatch, capsys)
     ours = row("carol", "not graded: the worker pool failed", infrastructure=True)
     for results, status in (([graded], 0), ([graded, theirs], 1), ([graded, ours], 3),
                             ([theirs, ours], 3)):
-        monkeypatch.setattr(grader.autograde, "autograde", lambda *a, r=results, **k: r)
+        monkeypatch.setattr(grader.pipeline.autograde, "autograde", lambda *a, r=results, **k: r)
         code = main(["autograde", "soft_select", "--submissions", str(tmp_path / "subs"),
                      "--course", str(tmp_path / "c"), "--unconfined", "--workers", "1"])
         assert code == status, [r.student for r in results]

@@ -1,4 +1,5 @@
-"""`grader collect` (grader/collect.py): from nbgrader's exchange, who submitted is the folder's
+"""`grader collect` (grader/nbgrader/collect.py): from nbgrader's exchange, who submitted is the
+folder's
 owner and when is the file system's change time, whatever the student's process wrote.
 
 Submissions are made here by chown-ing folders to two system accounts (daemon, bin), so these
@@ -18,9 +19,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader.collect import collect, exchange_time, load_record
 from grader.course import COURSE_ID
-from grader.release import publish
+from grader.nbgrader.collect import collect, exchange_time, load_record
+from grader.nbgrader.release import publish
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to hand folders to users")
 A, B = "daemon", "bin"  # accounts every Debian system has

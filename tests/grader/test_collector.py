@@ -1,4 +1,5 @@
-"""Python's garbage collector is kept out of the grader's start-ups (grader/collector.py)."""
+"""Python's garbage collector is kept out of the grader's start-ups
+(grader/startup/collector.py)."""
 
 import gc
 import subprocess
@@ -6,7 +7,7 @@ import sys
 
 import pytest
 
-from grader.collector import paused
+from grader.startup.collector import paused
 
 
 @pytest.fixture

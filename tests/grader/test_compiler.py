@@ -1,4 +1,4 @@
-"""grader/sandbox/compiler.py: PyTorch's compiler imported when something compiles, with the
+"""grader/startup/compiler.py: PyTorch's compiler imported when something compiles, with the
 same results and the same compiled graphs as PyTorch's own lazy import. Each case runs in a
 fresh interpreter: this one may have imported the compiler already."""
 
@@ -6,7 +6,7 @@ import json
 
 from fresh import interpreters_at_once  # tests/grader/fresh.py (this folder is on sys.path)
 
-_DEFER = "from grader.sandbox import compiler\ndeferred = compiler.defer()\n"
+_DEFER = "from grader.startup import compiler\ndeferred = compiler.defer()\n"
 
 _META = """
 import json, sys, torch

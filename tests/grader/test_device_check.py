@@ -16,8 +16,9 @@ import torch
 
 import solutions
 from grader.checks import CheckFailure
-from grader.checks.devices import MIXED, DeviceProbe, expect_follows_device
+from grader.checks.devices import expect_follows_device
 from grader.checks.reference import run_student
+from grader.sandbox.probe import MIXED, DeviceProbe
 from solutions import efficient
 
 
@@ -217,7 +218,7 @@ def _containers(leaf):
                          ids=["meta tensor", "cpu tensor", "'meta'", "'cpu'", "device meta",
                               "device cpu", "int", "None"])
 def test_a_probe_call_is_seen_where_pytree_would_see_it(leaf):
-    from grader.checks.devices import _on_probe, probing
+    from grader.sandbox.probe import _on_probe, probing
 
     for value in _containers(leaf):
         assert _on_probe(value) == _pytree_verdict(value), value
@@ -230,7 +231,7 @@ def test_a_probe_call_is_seen_where_pytree_would_see_it(leaf):
 def test_the_probe_finds_an_operations_tensors_where_pytree_would(leaf):
     from torch.utils._pytree import tree_flatten
 
-    from grader.checks.devices import _tensors_in
+    from grader.sandbox.probe import _tensors_in
 
     other = torch.zeros(3, device="meta")
     for value in _containers(leaf):

@@ -9,8 +9,8 @@ import sqlalchemy
 from nbgrader.api import Gradebook
 from sqlalchemy import MetaData, event
 
-from grader.course import setup_process
-from grader.engines import shared_engines
+from grader.nbgrader.config import setup_process
+from grader.startup.engines import shared_engines
 
 
 def test_gradebooks_of_a_run_share_one_engine_one_table_check_and_their_connections(
@@ -86,7 +86,7 @@ def test_a_process_asks_for_nbgraders_migration_head_once(tmp_path, monkeypatch,
     # nbgrader stamps each new gradebook with its migrations' head, which it gets by running
     # the `alembic` command (nbgraders_way here); the grader asks alembic's Python API, once a
     # process, and nbgrader's way only where that finds more than one head.
-    import grader.nbgrader_api as ours
+    import grader.nbgrader.api as ours
 
     asked, listed = [], []
 
@@ -113,7 +113,7 @@ def test_alembics_python_api_gives_the_head_nbgrader_asks_its_command_for():
     import subprocess
     import sys
 
-    from grader.nbgrader_api import alembic_heads
+    from grader.nbgrader.api import alembic_heads
 
     done = subprocess.run([sys.executable, "-c", "from grader.course import setup_process; "
                            "setup_process(); import nbgrader.api; "

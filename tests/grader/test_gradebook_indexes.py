@@ -1,5 +1,6 @@
 """A grading run gives the gradebook the indexes nbgrader's score sums need
-(grader/gradebook_indexes.py): a submission's scores read its own rows, not every grade of the
+(grader/startup/gradebook_indexes.py): a submission's scores read its own rows, not every grade of
+the
 class, so recording a notebook does not cost more as the class grows."""
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import sqlalchemy
 from nbgrader.api import Gradebook, SubmittedAssignment, SubmittedNotebook
 from sqlalchemy import select
 
-from grader import gradebook_indexes
-from grader.course import setup_process
-from grader.engines import shared_engines
+from grader.nbgrader.config import setup_process
+from grader.startup import gradebook_indexes
+from grader.startup.engines import shared_engines
 
 
 def _a_submission(url: str) -> str:
@@ -62,7 +63,7 @@ def test_a_run_indexes_what_the_score_sums_join_by(tmp_path):
 
 def test_an_index_that_cannot_be_made_costs_speed_never_the_run(tmp_path, caplog):
     engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path / 'empty.db'}")  # no tables
-    with caplog.at_level(logging.INFO, logger="grader.gradebook_indexes"):
+    with caplog.at_level(logging.INFO, logger="grader.startup.gradebook_indexes"):
         gradebook_indexes.ensure(engine)
     engine.dispose()
     assert len(caplog.records) == len(gradebook_indexes.INDEXES)

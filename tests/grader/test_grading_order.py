@@ -9,8 +9,8 @@ import re
 import nbformat
 import pytest
 
-import grader.parallel as parallel
-from grader.autograde import autograde
+import grader.pipeline.pools as parallel
+from grader.pipeline.autograde import autograde
 
 STUDENTS = [f"s{i:02d}" for i in range(6)]  # enough that a set's order is not theirs by luck
 

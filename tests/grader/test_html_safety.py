@@ -1,4 +1,5 @@
-"""The sanitizer and the policies of grader/html_safety.py and grader/formgrader_policy.py, on
+"""The sanitizer and the policies of grader/html_safety.py and grader/servers/formgrader_policy.py,
+on
 their own (fast; tests/adversarial/test_html_attacks.py opens the real pages in chromium)."""
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader.formgrader_policy import SUBMISSION_FILE_POLICY, FormgraderPolicy
 from grader.html_safety import clean_html, markdown_to_html
+from grader.servers.formgrader_policy import SUBMISSION_FILE_POLICY, FormgraderPolicy
 
 
 @pytest.mark.parametrize("hostile", [
@@ -131,7 +132,7 @@ def test_validate_shows_a_failing_cell_escaped():
 
 
 def test_grader_check_shows_control_characters_as_escapes():
-    from grader.check import TestResult, report
+    from grader.selfcheck.run import TestResult, report
 
     text = report([TestResult("test\x1b]0;owned\x07", 1, False,
                               "wrong\x1b[2K\r  PASS  forged (1 pt)\u202e")], "n.ipynb")

@@ -26,7 +26,7 @@ from venvs import borrowing_venv  # tests/grader/venvs.py (this folder is on sys
 
 from grader.course import REPO, Course
 from grader.demo.sample_class import SAMPLE_CLASSES, SOFT_SELECT_CLASS, make_submission
-from grader.release import release
+from grader.nbgrader.release import release
 
 pytestmark = pytest.mark.slow
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
@@ -160,7 +160,7 @@ GRADE = """
 import json, sys
 from pathlib import Path
 import grader, grader.sandbox, solutions
-from grader.autograde import autograde
+from grader.pipeline.autograde import autograde
 from grader.course import Course
 course = Course(Path(sys.argv[1]), source=Path(sys.argv[2]))
 results = autograde(course, "soft_select", Path(sys.argv[3]), progress=print, workers=2)

@@ -17,7 +17,7 @@ import pytest
 from nbgrader.utils import parse_utc
 
 from grader import intake as intake_module
-from grader.feedback import _write_replacing
+from grader.files import write_atomic
 from grader.intake import IntakeError, Limits, find_submissions, read_regular, take_in
 
 _FLAGS: dict = {}  # (course, student) -> the flags admit returned last
@@ -244,7 +244,7 @@ def test_delivering_a_page_replaces_a_link_instead_of_writing_through_it(tmp_pat
     target = tmp_path / "to" / "alice.html"
     target.parent.mkdir()
     target.symlink_to(secret)
-    _write_replacing(target, b"<p>page</p>")
+    write_atomic(target, b"<p>page</p>")
     assert not target.is_symlink() and target.read_bytes() == b"<p>page</p>"
     assert secret.read_text() == "TOP-SECRET-4711"
 
@@ -290,6 +290,6 @@ def test_the_longest_id_is_accepted_and_its_file_names_fit(tmp_path, sub):
     assert all(len(n.encode()) < 255 for n in names)
     target = tmp_path / "to" / f"{longest}.html"
     target.parent.mkdir()
-    _write_replacing(target, b"<p>page</p>")
+    write_atomic(target, b"<p>page</p>")
     assert target.read_bytes() == b"<p>page</p>"
     assert os.listdir(target.parent) == [target.name], "no temporary left behind"

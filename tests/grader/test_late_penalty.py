@@ -1,4 +1,4 @@
-"""The instructor's late penalty (grader/late.py): the rule, counted in started days, never
+"""The instructor's late penalty (grader/nbgrader/late.py): the rule, counted in started days, never
 taking a score below 0; kept per assignment by `grader release --late-penalty`; applied by
 nbgrader's own late step at autograde; shown in the feedback page and the class report;
 subtracted in every export."""
@@ -12,8 +12,8 @@ import pytest
 from test_cli import write_class  # tests/grader/ is on sys.path (rootdir-less import)
 
 from grader.course import Course
-from grader.late import LatePolicy, load_policy, save_policy
 from grader.lms import points
+from grader.nbgrader.late import LatePolicy, load_policy, save_policy
 
 DAY = 86400
 
@@ -110,7 +110,8 @@ def test_nbgraders_late_step_takes_the_stored_rule(tmp_path):
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import AssignLatePenalties
 
-    from grader.course import COURSE_ID, nbgrader_config, setup_process
+    from grader.course import COURSE_ID
+    from grader.nbgrader.config import nbgrader_config, setup_process
 
     setup_process()
     course = Course(tmp_path / "course")

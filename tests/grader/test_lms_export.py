@@ -19,8 +19,9 @@ import pytest
 from nbgrader.api import Gradebook
 
 from grader.cli import main
-from grader.course import COURSE_ID, Course, setup_process
-from grader.export import FORMATS, export
+from grader.course import COURSE_ID, Course
+from grader.nbgrader.config import setup_process
+from grader.outputs.export import FORMATS, export
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 ASSIGNMENTS = {"soft_select": [2, 3], "self_attention": [10]}  # grade cells' points

@@ -1,4 +1,4 @@
-"""The judge remembers reference outputs across notebooks (grader/checks/memo.py): only where the
+"""The judge remembers reference outputs across notebooks (grader/judge/memo.py): only where the
 result is provably a function of the arguments, so a remembered answer is never a wrong one."""
 
 import functools
@@ -11,7 +11,7 @@ import torch
 
 import solutions
 from grader.checks import CheckFailure, all_cases, compare_outputs
-from grader.checks.memo import MEMO, Memo
+from grader.judge.memo import MEMO, Memo
 from solutions import mistakes
 
 
@@ -243,7 +243,7 @@ def test_a_student_after_a_remembered_reference_gets_the_same_verdict(monkeypatc
 def test_a_tensor_key_is_its_values_whatever_its_layout():
     """Equal values give one key, read in place or through a copy (strides, view bits, a dtype
     numpy lacks); anything else that differs gives another."""
-    from grader.checks.memo import key
+    from grader.judge.memo import key
 
     t = torch.randn(4, 3, dtype=torch.float64)
     assert key(t.t()) == key(t.t().contiguous())  # strides
@@ -267,8 +267,8 @@ def test_a_tensor_key_is_its_values_whatever_its_layout():
 def test_the_memory_is_off_outside_a_judge():
     """Where one notebook runs once (an instructor's notebook in a kernel, the bench's test
     work), keying every call costs more than its repeats save: the memory starts off in every
-    process, and only a judge turns it on (grader.sandbox.run, tests/grader/test_pipeline.py)."""
-    found = subprocess.run([sys.executable, "-c", "from grader.checks.memo import MEMO; "
+    process, and only a judge turns it on (grader.judge.run, tests/grader/test_pipeline.py)."""
+    found = subprocess.run([sys.executable, "-c", "from grader.judge.memo import MEMO; "
                             "print(MEMO.enabled, len(MEMO.results))"],
                            capture_output=True, text=True, check=True)
     assert found.stdout.split() == ["False", "0"]

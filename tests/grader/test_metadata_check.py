@@ -1,4 +1,5 @@
-"""Our CheckCellMetadata (grader/preprocessors.py) is nbgrader's, with the schema's validator built
+"""Our CheckCellMetadata (grader/nbgrader/preprocessors.py) is nbgrader's, with the schema's
+validator built
 once: it must accept and refuse exactly the notebooks nbgrader's own step does."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import pytest
 from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheck
 
 from grader.course import REPO
-from grader.preprocessors import CheckCellMetadata as OurCheck
+from grader.nbgrader.preprocessors import CheckCellMetadata as OurCheck
 
 SOURCE = REPO / "assignments" / "self_attention" / "self_attention.ipynb"
 
@@ -69,7 +70,7 @@ def test_the_compiled_schema_check_accepts_exactly_what_jsonschema_accepts():
     import jsonschema
     from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
-    from grader.preprocessors import _MetadataValidator, _SchemaOnce
+    from grader.nbgrader.preprocessors import _MetadataValidator, _SchemaOnce
 
     schema = MetadataValidatorV3().schema
     reference = jsonschema.validators.validator_for(schema)(schema)

@@ -7,8 +7,8 @@ import pytest
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy import event
 
-from grader.course import setup_process
-from grader.notebook_rows import NotebookRows
+from grader.nbgrader.config import setup_process
+from grader.startup.notebook_rows import NotebookRows
 
 CELLS = ("answer", "auto", "task", "written", "both")  # and "readme", a source cell only
 

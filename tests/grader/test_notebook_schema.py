@@ -1,5 +1,6 @@
 """nbformat's notebook schema validators, stored once (`make bytecode`) and handed to nbformat
-(grader/notebook_schema.py): they must check exactly as nbformat's own, and anything stored that
+(grader/startup/notebook_schema.py): they must check exactly as nbformat's own, and anything stored
+that
 does not fit must leave nbformat compiling its own."""
 
 import copy
@@ -10,7 +11,7 @@ import pytest
 from nbformat import validator
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from grader import notebook_schema
+from grader.startup import notebook_schema
 
 
 @pytest.fixture
@@ -85,7 +86,7 @@ def test_nothing_stored_leaves_nbformat_compiling_its_own(fresh, tmp_path):
 def test_a_file_that_cannot_be_loaded_is_passed_over_by_name(fresh, tmp_path, caplog):
     for path in notebook_schema.store(tmp_path):
         path.write_bytes(b"not marshalled code")
-    with caplog.at_level(logging.WARNING, logger="grader.notebook_schema"):
+    with caplog.at_level(logging.WARNING, logger="grader.startup.notebook_schema"):
         assert notebook_schema.install(tmp_path) == 0
     assert "nbformat-schema-" in caplog.text and "nbformat compiles its own" in caplog.text
     assert verdicts(relaxed=False)["valid"] == "ok"
@@ -122,7 +123,7 @@ def test_a_students_check_reads_the_notebook_with_the_stored_validator(fresh, tm
                                                                         monkeypatch):
     # `grader check` validates the student's notebook once as it reads it: with the validator
     # `make bytecode` stored (make test runs it first), not one compiled for the check.
-    from grader import check
+    from grader.selfcheck import run as check
 
     class NoKernel:  # the visible tests' run is not what this test is about
         def __init__(self, nb, **kwargs):

@@ -5,10 +5,10 @@ import shutil
 
 import nbformat
 
-from grader.autograde import autograde
-from grader.export import export
-from grader.feedback import feedback
-from grader.nbgrader_api import reason
+from grader.nbgrader.api import reason
+from grader.outputs.export import export
+from grader.outputs.feedback import feedback
+from grader.pipeline.autograde import autograde
 
 
 def submit(course, submissions, student, notebook=None, raw: bytes | None = None):
@@ -30,8 +30,8 @@ def answered(course, body: str):
 
 def executed(course, subs, student: str, body: str):
     """Stages 1 and 2 for one submission of `double` written as `body`: (flags, outcome)."""
-    from grader import autograde as stages
-    from grader.parallel import execute
+    from grader.pipeline import autograde as stages
+    from grader.pipeline.pools import execute
 
     submit(course, subs, student, answered(course, body))
     task, error, flags = stages.prepare(course, "tiny", student, subs / student / "tiny", None,
@@ -42,9 +42,9 @@ def executed(course, subs, student: str, body: str):
 
 def test_a_judge_remembers_reference_outputs_for_its_next_notebooks(tiny_course, tmp_path,
                                                                     monkeypatch):
-    # The memory of reference outputs (grader/checks/memo.py) starts off in every process; a
+    # The memory of reference outputs (grader/judge/memo.py) starts off in every process; a
     # process that judges a notebook turns it on for the notebooks it judges next.
-    from grader.checks.memo import MEMO
+    from grader.judge.memo import MEMO
 
     monkeypatch.setattr(MEMO, "enabled", False)
     flags, outcome = executed(tiny_course, tmp_path / "submissions", "ada", "return 2 * x")
@@ -98,7 +98,7 @@ def test_record_takes_only_a_notebook_executed_from_the_file_as_it_is(tiny_cours
     from nbconvert.exporters import Exporter
     from nbgrader.converters.base import BaseConverter
 
-    from grader import autograde as stages
+    from grader.pipeline import autograde as stages
 
     flags, outcome = executed(tiny_course, tmp_path / "submissions", "good", "return 2 * x")
     api = stages.api_for(tiny_course, recording=True)
@@ -132,7 +132,7 @@ def test_each_notebook_grades_are_written_in_one_transaction(tiny_course, tmp_pa
     from sqlalchemy import event
     from sqlalchemy.orm import Session
 
-    from grader.preprocessors import SaveAutoGradesOnce
+    from grader.nbgrader.preprocessors import SaveAutoGradesOnce
 
     inside, commits, flushes = [], [], []  # the student whose cells are being recorded;
     # the commits and flushes made meanwhile
@@ -197,9 +197,9 @@ def test_stages_hand_notebooks_over_as_compact_json_that_reads_back_whole(tiny_c
     # Stage 1 -> the pool -> stage 3 pass notebooks as JSON written by the C encoder
     # (grader.notebooks.handover), not nbformat.writes' indented form; what the next stage
     # reads is the notebook nbformat.writes would have handed over, non-ASCII text included.
-    from grader import autograde as stages
     from grader.notebooks import handover
-    from grader.parallel import execute
+    from grader.pipeline import autograde as stages
+    from grader.pipeline.pools import execute
 
     subs = tmp_path / "submissions"
     submit(tiny_course, subs, "ada", answered(tiny_course, "return 2 * x  # ×2, «double»"))
@@ -221,8 +221,8 @@ def test_the_outputs_the_judge_writes_fit_the_notebook_schema(tiny_course, tmp_p
     # The judge makes its outputs (printed text, errors) as plain NotebookNodes, unchecked:
     # the executed notebook, printed text and failed tests included, must pass nbformat's
     # validation as it is.
-    from grader import autograde as stages
-    from grader.parallel import execute
+    from grader.pipeline import autograde as stages
+    from grader.pipeline.pools import execute
 
     subs = tmp_path / "submissions"
     body = "print('out', x)\n    import sys\n    print('err', file=sys.stderr)\n    return x + 2"
@@ -249,8 +249,8 @@ def test_recording_skips_parsing_the_submission_and_writes_what_nbconvert_writes
     # nbconvert does.
     from nbconvert.exporters import NotebookExporter
 
-    from grader import autograde as stages
-    from grader.nbgrader_api import RecordingExporter
+    from grader.nbgrader.api import RecordingExporter
+    from grader.pipeline import autograde as stages
 
     subs = tmp_path / "submissions"
     flags, outcome = executed(tiny_course, subs, "ada", "print('×2')\n    return x + 2")

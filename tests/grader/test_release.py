@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from grader.course import REPO, Course
-from grader.release import release
+from grader.nbgrader.release import release
 
 ASSIGNMENTS = sorted(p.parent.name for p in (REPO / "assignments").glob("*/*.ipynb"))
 

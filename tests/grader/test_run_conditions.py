@@ -7,10 +7,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import report as report_module
 from grader.course import Course
+from grader.outputs import report as report_module
+from grader.record import load_run, load_status, run_path, save_status
 from grader.sandbox.session import Confinement
-from grader.status import load_run, load_status, run_path, save_status
 
 RLIMITS = "rlimits, not a cgroup"
 
@@ -32,7 +32,7 @@ def test_no_cgroup_is_a_condition_of_the_run_not_a_flag():
     assert [c for c in without_cgroups.conditions() if RLIMITS in c]
     assert Confinement(sandboxed=True, cgroups=True).conditions() == []
     # the instructor's --unconfined stays on every grade it gave
-    assert [k for k, _ in Confinement(False, True, "asked").flags()] == ["unconfined"]
+    assert [f["kind"] for f in Confinement(False, True, "asked").flags()] == ["unconfined"]
 
 
 def test_the_status_keeps_the_run_once_beside_the_students(tmp_path):

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from grader.course import REPO
+from grader.judge.remote import Link, Remote, StudentError
+from grader.judge.scan import scan
 from grader.sandbox import codec, landlock, namespaces
-from grader.sandbox.remote import Link, Remote, StudentError
-from grader.sandbox.scan import scan
 from grader.sandbox.session import Limits, Session, WorkerDied
 
 
@@ -326,7 +326,8 @@ def test_a_remote_call_switches_the_builtins_off_where_the_students_code_runs(se
     import torch.nn.functional as F
 
     import solutions
-    from grader.checks import CheckFailure, compare_outputs, forbidden
+    from grader.checks import CheckFailure, compare_outputs
+    from grader.sandbox import forbidden
 
     session.request({"op": "run", "source":
                      "import torch.nn.functional as F\n"
@@ -363,8 +364,8 @@ def test_built_ins_stay_off_only_while_calls_ask_for_them(session):
     same ones (worker.switch_off); a call asking for others, or none, and every other operation
     find them as a fresh switch would. A name or attribute the student's code bound to the
     built-in during one call is off again at the next."""
-    from grader.checks import forbidden
-    from grader.sandbox.remote import StudentError  # the student's process's CheckFailure
+    from grader.judge.remote import StudentError  # the student's process's CheckFailure
+    from grader.sandbox import forbidden
 
     session.request({"op": "run", "source":
                      "import torch\nimport torch.nn.functional as F\n"
@@ -566,10 +567,10 @@ def by_tool():
 
 def test_of_sys_the_sandbox_shows_at_most_the_huge_page_settings_read_only(session):
     """The sandbox server's malloc reads the kernel's transparent huge page settings
-    (zygote.TUNING), so that one folder of /sys is bound, read-only, for the server; a student's
-    process (Landlock: it reads only what the worker allows) sees nothing of /sys, and at most
-    that folder where Landlock is missing. Its settings cannot be written, and the tuning is
-    not in the student's environment."""
+    (grader.startup.huge_pages.TUNING), so that one folder of /sys is bound, read-only, for the
+    server; a student's process (Landlock: it reads only what the worker allows) sees nothing of
+    /sys, and at most that folder where Landlock is missing. Its settings cannot be written, and the
+    tuning is not in the student's environment."""
     if not session.confined.sandboxed:
         pytest.skip("no sandbox on this machine")
     session.request({"op": "run", "source": """
@@ -599,8 +600,9 @@ def tuning():
 
 
 def test_the_sandbox_servers_heap_is_in_huge_pages_where_the_kernel_offers_them(session):
-    """A fork copies, and an exit drops, one page-table entry per page of the server: its
-    malloc asks for huge pages (zygote.TUNING), where the kernel's setting allows them."""
+    """A fork copies, and an exit drops, one page-table entry per page of the server: its malloc
+    asks for huge pages (grader.startup.huge_pages.TUNING), where the kernel's setting allows
+    them."""
     try:
         mode = Path(namespaces.HUGE_PAGES, "enabled").read_text()
     except OSError:
@@ -625,7 +627,7 @@ def test_a_hanging_cell_is_killed_within_its_timeout(session):
 def test_limits_come_from_the_assignment_then_the_command_line(tmp_path):
     import nbformat
 
-    from grader.sandbox.execute import plan
+    from grader.nbgrader.execute import plan
 
     source = tmp_path / "source" / "hw"
     source.mkdir(parents=True)
@@ -640,7 +642,7 @@ def test_limits_come_from_the_assignment_then_the_command_line(tmp_path):
 
 
 def test_released_helper_files_replace_the_students_copies(tmp_path):
-    from grader.sandbox.execute import scratch_files
+    from grader.nbgrader.execute import scratch_files
 
     release = tmp_path / "release" / "hw"
     submitted = tmp_path / "submitted" / "ann" / "hw"

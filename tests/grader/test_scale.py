@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
-from grader.autograde import autograde
 from grader.course import COURSE_ID, REPO, Course
+from grader.pipeline.autograde import autograde
 
 pytestmark = pytest.mark.slow
 ASSIGNMENT = "soft_select"
@@ -206,7 +206,7 @@ class FlakyPool:
     workers = 1
 
     def __init__(self, failures: int):
-        from grader.parallel import InProcess
+        from grader.pipeline.pools import InProcess
 
         self.inner, self.failures, self.attempts = InProcess(), failures, {}
 
@@ -232,7 +232,7 @@ class FlakyPool:
 
 def test_a_lost_worker_is_retried_not_a_zero(sequential, submissions, tmp_path, monkeypatch):
     pool = FlakyPool(failures=1)
-    monkeypatch.setattr("grader.parallel.make_pool", lambda *args: pool)
+    monkeypatch.setattr("grader.pipeline.pools.make_pool", lambda *args: pool)
     # Graded again, through a pool that loses every first attempt: the retries are checked.
     course = Course(tmp_path / "course")
     lines = []
@@ -244,7 +244,7 @@ def test_a_lost_worker_is_retried_not_a_zero(sequential, submissions, tmp_path, 
 
 def test_machinery_that_keeps_failing_is_reported_as_the_graders_fault(submissions, tmp_path,
                                                                        monkeypatch):
-    monkeypatch.setattr("grader.parallel.make_pool",
+    monkeypatch.setattr("grader.pipeline.pools.make_pool",
                         lambda *args: FlakyPool(failures=99))
     course = Course(tmp_path / "course")
     results = autograde(course, ASSIGNMENT, submissions, progress=lambda _: None)

@@ -37,16 +37,16 @@ def test_a_logged_traceback_keeps_its_lines_and_what_fails_is_still_found():
     """nbgrader logs a traceback as its message: its lines stay lines (indented after the
     first, so no text in it starts a log line), controls escaped, and the error row's reason
     is still the exception it ended with."""
-    from grader.nbgrader_api import reason
+    from grader.nbgrader.api import reason
 
     trace = ("Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
-             "grader.sandbox.execute.ExecutedMismatchError: the copy does not match\x1b[2K")
+             "grader.nbgrader.execute.ExecutedMismatchError: the copy does not match\x1b[2K")
     record = ShownLogRecord("x", logging.ERROR, __file__, 1, trace, None, None)
     lines = record.getMessage().split("\n")
     assert len(lines) == 3 and all(line.startswith("    ") for line in lines[1:])
     assert lines[-1].endswith("does not match\\x1b[2K")
     assert reason({"log": record.getMessage()}).startswith(
-        "grader.sandbox.execute.ExecutedMismatchError: the copy does not match")
+        "grader.nbgrader.execute.ExecutedMismatchError: the copy does not match")
     assert ShownLogRecord("x", logging.INFO, __file__, 1, "%d of %.1f", (3, 2.5),
                           None).getMessage() == "3 of 2.5"
 

@@ -33,20 +33,21 @@ def test_the_grading_command_never_imports_torch():
     # The command sanitizes and records; torch is imported by the pool and the sandbox only.
     loaded = _fresh(
         "import json, sys\n"
-        "import grader.cli, grader.autograde, grader.sanitize, grader.intake, grader.export\n"
-        "import grader.sandbox.execute, grader.sandbox.session\n"
-        "print(json.dumps([m for m in ('torch', 'grader.sandbox.judge') if m in sys.modules]))")
+        "import grader.cli, grader.pipeline.autograde, grader.pipeline.sanitize\n"
+        "import grader.intake, grader.outputs.export\n"
+        "import grader.nbgrader.execute, grader.sandbox.session\n"
+        "print(json.dumps([m for m in ('torch', 'grader.judge.notebook') if m in sys.modules]))")
     assert json.loads(loaded) == []
 
 
 def test_the_command_starts_the_fork_server_before_importing_nbformat():
     # What `autograde` imports before it starts the fork server delays the server's torch, and
-    # with it the sandboxes, which start once the server is done (grader.parallel): nbformat
+    # with it the sandboxes, which start once the server is done (grader.pipeline.pools): nbformat
     # and its schema validator (70 ms) come after.
     loaded = _fresh(
         "import json, sys\n"
         "import grader.cli\n"
-        "from grader.parallel import preload_for, start_fork_server\n"
+        "from grader.pipeline.pools import preload_for, start_fork_server\n"
         "print(json.dumps([m for m in ('nbformat', 'jsonschema') if m in sys.modules]))")
     assert json.loads(loaded) == []
 
@@ -55,7 +56,7 @@ def test_the_pool_never_imports_nbgrader():
     # What pool processes are forked from: torch and the judge, not nbgrader's server extensions.
     loaded = _fresh(
         "import json, sys\n"
-        "from grader.parallel import PRELOAD\n"
+        "from grader.pipeline.pools import PRELOAD\n"
         "for name in PRELOAD:\n    __import__(name)\n"
         "print(json.dumps([m for m in ('nbgrader', 'nbconvert', 'jupyter_client') "
         "if m in sys.modules]))")
@@ -63,10 +64,11 @@ def test_the_pool_never_imports_nbgrader():
 
 
 def test_notebooks_validate_without_the_optional_format_packages():
-    # grader/__init__.py keeps jsonschema's optional format packages (the IRI grammar among them)
-    # out of the grader's processes; nbformat must still validate, and still refuse, notebooks.
+    # grader/startup/formats.py keeps jsonschema's optional format packages (the IRI grammar
+    # among them) out of the grader's processes; nbformat must still validate, and still
+    # refuse, notebooks.
     out = _fresh(
-        "import grader, nbformat, sys\n"
+        "from grader.startup import formats\nformats.leave_out()\nimport nbformat, sys\n"
         "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('1')])\n"
         "nbformat.validate(nb)\n"
         "nb.cells[0]['cell_type'] = 'nonsense'\n"
@@ -74,6 +76,32 @@ def test_notebooks_validate_without_the_optional_format_packages():
         "print(sorted(n for n in ('rfc3987_syntax', 'isoduration', 'arrow', 'rfc3986_validator',"
         " 'rfc3339_validator', 'webcolors', 'uri_template', 'fqdn') if sys.modules.get(n)))")
     assert out.splitlines() == ["refused", "[]"]
+
+
+def test_importing_grader_runs_nothing():
+    # A student's kernel and a Jupyter server import grader (grader.checks, the server
+    # extensions): importing the package must leave the process as it was, with every
+    # package importable.
+    out = _fresh(
+        "import sys\nbefore = dict(sys.modules)\nimport grader\n"
+        "print(sorted(n for n in set(sys.modules) - set(before) if n != 'grader'),"
+        " [n for n, m in sys.modules.items() if m is None])")
+    assert out.strip() == "[] []"
+
+
+def test_the_grading_commands_and_the_pool_leave_the_format_packages_out():
+    # Each entry point that reads notebooks in bulk calls formats.leave_out: a command of the
+    # CLI (every one but lab and hub, which run Jupyter's servers) and the pool's fork server.
+    from grader.startup.formats import PACKAGES
+
+    left_out = "print(sorted(n for n, m in sys.modules.items() if m is None))"
+    command, pool, imported = _fresh_all(
+        "import sys\nfrom grader import cli\ncli.main(['check', '/no/such.ipynb'])\n" + left_out,
+        "import sys\nimport grader.startup.warming\n" + left_out,
+        "import sys\nfrom grader import cli\n" + left_out)  # imported: nothing runs
+    assert set(json.loads(command.splitlines()[-1].replace("'", '"'))) == set(PACKAGES)
+    assert set(json.loads(pool.replace("'", '"'))) == set(PACKAGES)
+    assert json.loads(imported.replace("'", '"')) == []
 
 
 def _meet_the_other_pool_process(meeting: str) -> None:
@@ -115,7 +143,7 @@ def _parent_and_torch(meeting):
 def test_pool_processes_are_forked_from_one_server_that_imported_torch():
     import os
 
-    from grader.parallel import LocalPool
+    from grader.pipeline.pools import LocalPool
 
     pool = LocalPool(2)
     try:
@@ -132,10 +160,10 @@ def test_pool_processes_are_forked_from_one_server_that_imported_torch():
 def _sandbox_of_this_process(meeting):
     import os
 
-    from grader.sandbox import session
+    from grader.sandbox import proc, session
 
     _meet_the_other_pool_process(meeting)
-    return os.getpid(), [(z.running, session._stat(z.pid)[0], z.pid)
+    return os.getpid(), [(z.running, proc.stat(z.pid)[0], z.pid)
                          for z in session._zygotes.values()]
 
 
@@ -148,7 +176,7 @@ def test_pool_processes_start_their_sandboxes_before_any_task():
     import os
     import time
 
-    from grader.parallel import LocalPool
+    from grader.pipeline.pools import LocalPool
 
     pool = LocalPool(2)
     try:
@@ -200,7 +228,7 @@ def test_each_judge_keeps_to_one_core_with_its_students_processes():
 def test_sandboxes_start_at_once_only_on_cores_left_free(monkeypatch):
     # The command and the fork server each keep a core busy while a pool is made; a sandbox
     # server started besides them on a core of theirs makes the start-ups take turns.
-    from grader import parallel
+    from grader.pipeline import pools as parallel
 
     for cores, workers, at_once in [(1, 1, 0), (2, 2, 0), (3, 3, 1), (4, 2, 2), (8, 8, 6)]:
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
@@ -218,7 +246,7 @@ def test_the_other_sandboxes_start_once_the_fork_server_has_finished_its_imports
     out = _fresh(
         "import json, os\n"
         f"os.environ['PYTHONPATH'] = {str(tmp_path)!r}  # the fork server's path\n"
-        "from grader import parallel\n"
+        "from grader.pipeline import pools as parallel\n"
         "from grader.sandbox import session\n"
         "real, seen = session.launch, []\n"
         "def launch(*args, **kwargs):\n"
@@ -239,7 +267,7 @@ def test_waiting_for_the_fork_server_gives_up_after_its_time(tmp_path):
     out = _fresh(
         "import os, time\n"
         f"os.environ['PYTHONPATH'] = {str(tmp_path)!r}  # the fork server's path\n"
-        "from grader import parallel\n"
+        "from grader.pipeline import pools as parallel\n"
         "start = time.monotonic()\n"
         "ready = parallel.fork_server_ready(parallel._context(['stuck_preload']), 1.0)\n"
         "print(ready, round(time.monotonic() - start))\n"
@@ -257,7 +285,7 @@ def test_the_fork_server_starts_importing_torch_before_any_pool_exists():
     out = _fresh(
         "import os, signal, sys, time\n"
         "from multiprocessing import forkserver\n"
-        "from grader.parallel import start_fork_server\n"
+        "from grader.pipeline.pools import start_fork_server\n"
         "start_fork_server()\n"
         "pid = forkserver._forkserver._forkserver_pid\n"
         "end = time.monotonic() + 120\n"
@@ -296,7 +324,7 @@ _TEARDOWN = "import atexit\natexit.register(lambda: print('teardown ran', flush=
 def test_the_fork_server_ends_without_tearing_torch_down():
     # Tearing down an interpreter that loaded torch costs most of a second of CPU, at the end of
     # every grading run: the fork server's exit handlers stop at the one its preload registers.
-    assert _fresh(_TEARDOWN + "import grader.sandbox.warmed\nprint('served')") == "served"
+    assert _fresh(_TEARDOWN + "import grader.startup.warmed\nprint('served')") == "served"
 
 
 def test_a_sandbox_server_ends_without_tearing_torch_down():
@@ -375,7 +403,7 @@ def test_the_judges_fork_server_imports_pytorchs_compiler_only_where_declared():
     # The sandbox's server imports PyTorch's compiler (the meta device's first use: a second or
     # more); the judge's fork server only for an assignment whose tests need it (its profiler).
     from grader.course import REPO
-    from grader.parallel import preload_for
+    from grader.pipeline.pools import preload_for
 
     code = ("import json, sys\nfor name in {!r}:\n    __import__(name)\n"
             "print(json.dumps([m for m in ('torch._dynamo', 'sympy') if m in sys.modules]))")
@@ -388,7 +416,7 @@ def test_the_judges_fork_server_imports_pytorchs_compiler_only_where_declared():
 
 
 def test_what_a_notebook_declares_for_the_judge_is_read_with_care(tmp_path):
-    from grader.parallel import PRELOAD, preload_for
+    from grader.pipeline.pools import PRELOAD, preload_for
 
     def notebook(name, metadata):
         (tmp_path / f"{name}.ipynb").write_text(json.dumps({"metadata": metadata, "cells": []}))
@@ -397,13 +425,13 @@ def test_what_a_notebook_declares_for_the_judge_is_read_with_care(tmp_path):
     notebook("b", {"grader": {"judge_preload": "torch._dynamo"}})  # not a list: ignored
     notebook("c", {"grader": {"judge_preload": ["sympy", "numpy"]}})
     (tmp_path / "d.ipynb").write_text("{not json")
-    # before the last, which ends the fork server's start-up (grader.collector)
+    # before the last, which ends the fork server's start-up (grader.startup.collector)
     assert preload_for(tmp_path) == [*PRELOAD[:-1], "sympy", "numpy", PRELOAD[-1]]
     assert preload_for(None) == PRELOAD == preload_for(tmp_path / "missing")
 
 
 def test_what_a_notebook_declares_for_the_sandbox_is_read_with_care(tmp_path):
-    from grader.parallel import sandbox_preload_for
+    from grader.pipeline.pools import sandbox_preload_for
 
     def notebook(name, metadata):
         (tmp_path / f"{name}.ipynb").write_text(json.dumps({"metadata": metadata, "cells": []}))
@@ -435,7 +463,7 @@ def test_a_sandbox_imports_pytorchs_compiler_for_students_only_where_declared(mo
     # PyTorch's compiler (half a second, 150 MiB in every fork) is imported by the sandbox's
     # server where the assignment declares its students need it (they train: an optimizer's
     # step imports it), and nowhere else: the meta device's operations run without it
-    # (grader/sandbox/compiler.py), and a student's torch.compile still imports and uses it.
+    # (grader/startup/compiler.py), and a student's torch.compile still imports and uses it.
     from concurrent.futures import ThreadPoolExecutor
 
     from grader.sandbox import session
@@ -512,7 +540,7 @@ def _validators(meeting):
 
 def _ask_each_pool_process(probe) -> list:
     """probe's answer from each of a fresh two-process pool."""
-    from grader.parallel import LocalPool
+    from grader.pipeline.pools import LocalPool
 
     pool = LocalPool(2)
     try:
@@ -576,7 +604,7 @@ def test_the_fork_server_keeps_to_one_thread():
 def _grade_then_list_gradebook_modules(meeting, task):
     import sys
 
-    from grader.parallel import execute
+    from grader.pipeline.pools import execute
 
     execute(task)
     _meet_the_other_pool_process(meeting)
@@ -586,11 +614,11 @@ def _grade_then_list_gradebook_modules(meeting, task):
 def test_pool_processes_never_import_the_gradebooks_database_layer(tmp_path):
     # The command records the grades; a pool process that imported SQLAlchemy (for a warning
     # filter, as it did) paid 0.1 s of CPU for nothing, each.
-    from grader.autograde import prepare
     from grader.course import Course
     from grader.demo.sample_class import SAMPLE_CLASSES, make_submission
-    from grader.parallel import LocalPool
-    from grader.release import release
+    from grader.nbgrader.release import release
+    from grader.pipeline.autograde import prepare
+    from grader.pipeline.pools import LocalPool
 
     course = Course(tmp_path / "course")
     released = release(course, "soft_select") / "soft_select.ipynb"
@@ -618,14 +646,15 @@ _COMPILER_PACKAGES = ("torch._dynamo", "torch._inductor", "sympy", "mpmath",
 @pytest.mark.slow
 def test_assignments_that_do_not_declare_the_compiler_never_import_it(tmp_path, monkeypatch):
     # An assignment left without `sandbox_preload` must not need it: each story of its sample
-    # class is graded as autograde grades it (grader.parallel.execute), and what each student's
+    # class is graded as autograde grades it (grader.pipeline.pools.execute), and what each
+    # student's
     # process imported between its first request and its last is looked at: none of PyTorch's
     # compiler, which would cost every student's process a second or more.
-    from grader.autograde import prepare
     from grader.course import REPO, Course
     from grader.demo.sample_class import SAMPLE_CLASSES, make_submission
-    from grader.parallel import execute, sandbox_preload_for
-    from grader.release import release
+    from grader.nbgrader.release import release
+    from grader.pipeline.autograde import prepare
+    from grader.pipeline.pools import execute, sandbox_preload_for
     from grader.sandbox import session
 
     imported = []

@@ -9,10 +9,10 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from grader.autograde import autograde
 from grader.course import Course
-from grader.feedback import feedback
-from grader.release import release
+from grader.nbgrader.release import release
+from grader.outputs.feedback import feedback
+from grader.pipeline.autograde import autograde
 from tests.notebooks import nbgrader_cell
 
 VISIBLE = ("import torch\n"
@@ -127,7 +127,7 @@ def test_hidden_lines_are_the_lines_nbgrader_removes(case):
     lines too), not by a rule of its own."""
     from nbgrader.preprocessors import ClearHiddenTests
 
-    from grader.sandbox.judge import _hidden
+    from grader.judge.notebook import _hidden
 
     source = HIDDEN_REGIONS[case]
     cell = nbgrader_cell(new_code_cell(source), "t", grade=True, points=1)

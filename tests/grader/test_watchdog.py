@@ -9,11 +9,11 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import pytest
 
-import grader.autograde as autograde_module
-import grader.parallel as parallel
+import grader.pipeline.autograde as autograde_module
+import grader.pipeline.pools as parallel
 from grader.course import REPO, Course
 from grader.demo.sample_class import Student, make_submission
-from grader.release import release
+from grader.nbgrader.release import release
 
 pytestmark = pytest.mark.slow
 FULL = 15
@@ -83,8 +83,8 @@ def test_the_watchdog_waits_as_long_as_each_notebook_may_run():
     """The bound is each notebook's own limit (an assignment's metadata may allow a notebook
     more than the default, and the sandbox lets it run that long), summed over the notebooks
     of the submission, plus slack: never a watchdog that stops a notebook its limits allow."""
-    from grader.parallel import Task
-    from grader.sandbox.run import Plan
+    from grader.judge.run import Plan
+    from grader.pipeline.pools import Task
 
     def task(limits, notebooks=("a",)):
         return Task("x", "s", {n: "{}" for n in notebooks},

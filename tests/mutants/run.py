@@ -29,11 +29,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader.autograde import autograde
 from grader.checks.causes import named_causes
 from grader.course import REPO, Course
 from grader.demo.sample_class import Student, write_class
-from grader.release import release
+from grader.nbgrader.release import release
+from grader.pipeline.autograde import autograde
 from tests.mutants import equivalence
 from tests.mutants.operators import Mutant, mutants
 from tests.mutants.regimes import probes

@@ -1,0 +1,43 @@
+"""Stage 2 of grading, one notebook: what a pool process runs (grader/pipeline/pools.py).
+
+Kept apart from nbgrader's steps (execute.py) so that the processes that execute notebooks import
+torch and the judge but never nbgrader: start-up is paid once per grading command, and it is
+most of what a small class costs (bench/autograde_class.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grader.cells import is_test_cell
+from grader.judge.scan import scan
+from grader.record import flag, unique
+from grader.sandbox.session import Limits, confinement
+
+
+@dataclass
+class Plan:
+    """Everything the execution of one submission needs, as data (it may travel to another
+    host): built from the course in the main process (`plan`), used by `run_notebook`."""
+
+    files: dict[str, bytes]  # the scratch folder: the student's files, the released ones over
+    answers: dict[str, list[str]]  # notebook -> the names its solution cells define
+    limits: dict[str, dict]  # notebook -> Limits fields
+    flags: list[dict] = field(default_factory=list)
+    preload: list[str] = field(default_factory=list)  # for the sandbox (sandbox_preload_for)
+
+
+def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[dict]:
+    """Execute a sanitized notebook in place (student's cells in the sandbox, tests here);
+    returns its flags."""
+    from grader.judge.memo import across_notebooks
+    from grader.judge.notebook import Judge  # torch: imported by the processes that execute
+
+    across_notebooks()  # the reference outputs, for the next notebook this process judges
+    flags = [flag("suspicious", why) for cell in nb.cells
+             if cell.cell_type == "code" and not is_test_cell(cell) for why in scan(cell.source)]
+    judge = Judge(plan.files, frozenset(plan.answers.get(name, [])),
+                  Limits(**plan.limits.get(name, {})), True, confinement(unconfined),
+                  preload=tuple(plan.preload))
+    judge.run(nb)
+    return unique(flags + judge.flags)

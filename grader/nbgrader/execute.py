@@ -1,0 +1,249 @@
+"""Our steps in nbgrader's autograde pipeline, and the execution they hand over to.
+
+Grading has three stages (grader/pipeline/autograde.py): sanitize (nbgrader's own steps plus
+RestoreCells, in the main process), execute (run.py's `run_notebook`, in a pool process: the
+student's cells in the sandbox, the tests in the grader's process, see judge.py), record
+(nbgrader's autograde, whose execute step is LoadExecuted: it takes stage 2's notebook and
+refuses one not made from the submission it records)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+from pathlib import Path
+
+import nbformat
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Bool, Dict, Unicode
+
+from grader.cells import is_solution, is_test_cell
+from grader.files import regular_files
+from grader.judge import answers
+from grader.judge.run import Plan, run_notebook
+from grader.metadata import limits_in, modules_in
+from grader.record import flag
+from grader.sandbox.session import Limits
+
+# Names a student's files may not take: they would shadow the packages the notebook imports.
+PROTECTED = {"grader", "solutions", "torch", "numpy", "IPython", "nbgrader", "math"}
+FLAGS = "grader_flags"  # where our steps put their flags in nbgrader's `resources`
+
+
+class _CourseStep(NbGraderPreprocessor):
+    course_root = Unicode("", help="the course directory (for release files and flags)").tag(
+        config=True)
+
+    def _where(self, resources):
+        info = resources["nbgrader"]
+        return info["assignment"], info["student"], info["notebook"]
+
+    def _released(self, resources):
+        assignment, _, notebook = self._where(resources)
+        path = Path(self.course_root) / "release" / assignment / f"{notebook}.ipynb"
+        return copy.deepcopy(_read_released(str(path), path.stat().st_mtime_ns))
+
+    def _flag(self, resources, kind, detail):
+        resources.setdefault(FLAGS, []).append(flag(kind, detail))
+
+
+@functools.lru_cache(maxsize=16)
+def _read_released(path: str, mtime_ns: int):
+    """The released notebook (read once per grading run, not once per student)."""
+    return nbformat.read(path, as_version=4)
+
+
+def _grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+class RestoreCells(_CourseStep):
+    """Put the instructor's cells back as released: deleted ones re-inserted, metadata reset,
+    unknown or duplicated grade ids stripped. (nbgrader's OverwriteCells then restores the
+    sources of test and read-only cells, hidden tests included.)"""
+
+    def preprocess(self, nb, resources):
+        released = self._released(resources)
+        reference = {_grade_id(c): c for c in released.cells if _grade_id(c)}
+        seen, cells = set(), []
+        for cell in nb.cells:
+            gid = _grade_id(cell)
+            if gid is None:
+                cell.metadata.pop("nbgrader", None)
+            elif gid not in reference or gid in seen:
+                why = "a second cell with" if gid in seen else "a cell with an unknown"
+                if cell.metadata["nbgrader"].get("grade") or gid in seen:
+                    self._flag(resources, "metadata",
+                               f"{why} grade id {gid!r} was not graded")
+                cell.metadata.pop("nbgrader")
+            else:
+                seen.add(gid)
+                ref = reference[gid]
+                if cell.metadata["nbgrader"] != ref.metadata["nbgrader"]:
+                    self._flag(resources, "metadata",
+                               f"the nbgrader metadata of {gid!r} was changed; restored")
+                cell.metadata["nbgrader"] = copy.deepcopy(ref.metadata["nbgrader"])
+                if cell.cell_type != ref.cell_type:
+                    self._flag(resources, "metadata", f"cell {gid!r} changed type; restored")
+                    cell = _like(ref, cell.source)
+                elif is_test_cell(ref) and not _same_visible(cell, ref):
+                    self._flag(resources, "restored", f"test cell {gid!r} was edited; restored")
+            cells.append(cell)
+        # re-insert deleted instructor cells after the cell that precedes them in the release
+        order = [_grade_id(c) for c in released.cells]
+        for i, gid in enumerate(order):
+            if gid is None or gid in seen:
+                continue
+            kind = "test cell" if is_test_cell(reference[gid]) else "cell"
+            self._flag(resources, "restored", f"{kind} {gid!r} was deleted; restored")
+            before = next((g for g in reversed(order[:i]) if g in seen), None)
+            at = next((j + 1 for j, c in enumerate(cells) if before and _grade_id(c) == before),
+                      0)
+            cells.insert(at, copy.deepcopy(reference[gid]))
+            seen.add(gid)
+        nb.cells = cells
+        return nb, resources
+
+
+def _like(ref, source):
+    cell = copy.deepcopy(ref)
+    cell.source = source
+    return cell
+
+
+def _same_visible(cell, ref) -> bool:
+    """The visible part of a released test cell (before any hidden-test marker) is unchanged."""
+    return cell.source.strip() == ref.source.strip()
+
+
+def plan(course_root: Path, assignment: str, student: str, overrides: dict | None = None) -> Plan:
+    root = Path(course_root)
+    flags: list[dict] = []
+    files = scratch_files(root / "submitted" / student / assignment,
+                          root / "release" / assignment, flags)
+    answers_, limits, preload = {}, {}, []
+    for path in sorted((root / "source" / assignment).glob("*.ipynb")):
+        declared, own_limits, wanted = _source_facts(path.read_bytes())
+        answers_[path.stem] = list(declared)
+        values = dict(overrides or {})
+        values.update(own_limits)  # per assignment
+        limits[path.stem] = {k: v for k, v in values.items() if k in Limits.__dataclass_fields__}
+        preload += [m for m in wanted if m not in preload]
+    return Plan(files, answers_, limits, flags, preload)
+
+
+@functools.lru_cache(maxsize=16)
+def _source_facts(data: bytes) -> tuple[tuple[str, ...], dict, tuple[str, ...]]:
+    """What a plan takes from the instructor's notebook (its file's bytes): the names its
+    solution cells define, its own limits, and what it declares the students' processes import
+    (grader.pipeline.pools.sandbox_preload_for); worked out once per grading process, not once per
+    student (callers never change them)."""
+    source = nbformat.reads(data.decode("utf-8"), as_version=4)
+    declared = answers.declared(
+        [c.source for c in source.cells if c.cell_type == "code" and is_solution(c)])
+    return (tuple(sorted(declared)), limits_in(source.metadata),
+            tuple(modules_in(source.metadata, "sandbox_preload")))
+
+
+def executed_path(course_root: Path, assignment: str, student: str, notebook: str) -> Path:
+    """Where stage 2 leaves an executed notebook for nbgrader's autograde to record."""
+    return Path(course_root) / "executed" / assignment / student / f"{notebook}.ipynb"
+
+
+class ExecutedMismatchError(RuntimeError):
+    """The executed notebook is not the notebook nbgrader is recording."""
+
+
+SANITIZED_FROM = "grader_sanitized_from"  # notebook metadata: sha256 of the file sanitized
+
+
+def digest(data: bytes) -> str:
+    """What stage 1 writes under SANITIZED_FROM: the submitted file's SHA-256."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _mismatch(notebook: str) -> ExecutedMismatchError:
+    return ExecutedMismatchError(
+        f"the executed copy of {notebook}.ipynb does not match the submission nbgrader is "
+        "recording (the grader's fault; run autograde again)")
+
+
+class LoadExecuted(_CourseStep):
+    """nbgrader's execute step, ours: take the outputs of the notebook executed in stage 2
+    (`executed_path`), refusing one whose cells differ from what nbgrader sanitized; with
+    `presanitized` (grader.pipeline.autograde's recording), the executed notebook whole, refusing
+    one not
+    made from the submitted file as it is now. With none there (the formgrader's Autograde
+    button), execute it here, the same confined way."""
+
+    unconfined = Bool(False, help="grade even where the sandbox cannot be built (every "
+                      "submission is flagged 'unconfined')").tag(config=True)
+    limits = Dict({}, help="Limits fields overriding the defaults for every assignment").tag(
+        config=True)
+    presanitized = Bool(False, help="the executed notebook was sanitized in stage 1 "
+                        "(grader.pipeline.sanitize) and nbgrader's own sanitizing pass was left "
+                        "out: take it whole, if it was made from the submitted file as it is "
+                        "now").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        assignment, student, notebook = self._where(resources)
+        path = executed_path(self.course_root, assignment, student, notebook)
+        if self.presanitized:
+            submitted = Path(self.course_root) / "submitted" / student / assignment / \
+                f"{notebook}.ipynb"
+            return _take_presanitized(path, submitted, notebook), resources
+        if path.exists():
+            executed = nbformat.read(path, as_version=4)
+            if not _take_outputs(nb, executed):
+                raise _mismatch(notebook)
+            return nb, resources
+        p = plan(self.course_root, assignment, student, self.limits)
+        for f in p.flags + run_notebook(nb, notebook, p, self.unconfined):
+            self._flag(resources, f["kind"], f["detail"])
+        return nb, resources
+
+
+def _take_presanitized(path: Path, submitted: Path, notebook: str):
+    """Stage 2's notebook whole, if it was made from the submitted file as it is now."""
+    executed = nbformat.read(path, as_version=4) if path.exists() else None
+    if executed is None or \
+            executed.metadata.get(SANITIZED_FROM) != digest(submitted.read_bytes()):
+        raise _mismatch(notebook)
+    del executed.metadata[SANITIZED_FROM]
+    return executed
+
+
+def scratch_files(submitted: Path, release: Path, flags: list[dict]) -> dict[str, bytes]:
+    """The student's own files, then the released files over them; never a notebook with
+    hidden tests in it, never a link. Appends to `flags` what it changed."""
+    files: dict[str, bytes] = {}
+    for path in regular_files(submitted):
+        name = str(path.relative_to(submitted))
+        top = name.split("/")[0]
+        if top.removesuffix(".py") in PROTECTED:
+            flags.append(flag("shadowing", f"submitted {top}, which would hide the real "
+                              f"{top.removesuffix('.py')} package; removed"))
+            continue
+        files[name] = path.read_bytes()
+    for path in regular_files(release):
+        if path.suffix == ".ipynb":
+            continue
+        name = str(path.relative_to(release))
+        data = path.read_bytes()
+        if name in files and files[name] != data:
+            flags.append(flag("helper", f"{name} differed from the released file; the "
+                              "instructor's copy was used"))
+        files[name] = data
+    return files
+
+
+def _take_outputs(nb, executed) -> bool:
+    """Copy the outputs of `executed` onto `nb` if it is the same notebook, cell for cell."""
+    if len(nb.cells) != len(executed.cells) or any(
+            a.cell_type != b.cell_type or a.source != b.source
+            for a, b in zip(nb.cells, executed.cells, strict=True)):
+        return False
+    for a, b in zip(nb.cells, executed.cells, strict=True):
+        if a.cell_type == "code":
+            a.outputs, a.execution_count = b.outputs, b.execution_count
+    return True
