@@ -512,8 +512,8 @@ def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
 
         def grade(s, course, api) -> list[float]:
             t0 = time.process_time()
-            task, error, flags = prepare(course, ASSIGNMENT, s.id,
-                                         tmp / "submissions" / s.id / ASSIGNMENT, None, False)
+            task, flags = prepare(course, ASSIGNMENT, s.id,
+                                  tmp / "submissions" / s.id / ASSIGNMENT, None, False)
             t1 = time.process_time()
             student0 = session.cpu_seconds(zygote.host_pid, reaped=True)
             sent.clear()
@@ -524,8 +524,8 @@ def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
             student1 = session.cpu_seconds(zygote.host_pid, reaped=True)
             result = record(course, api, ASSIGNMENT, s.id, outcome, flags)
             t3 = time.process_time()
-            if error or result.error:
-                raise SystemExit(f"{s.id} was not graded: {error or result.error}")
+            if result.error:
+                raise SystemExit(f"{s.id} was not graded: {result.error}")
             bare = without_cells(task)
             b0, c0 = time.process_time(), session.cpu_seconds(zygote.host_pid, reaped=True)
             for _ in range(3):
@@ -721,8 +721,7 @@ def stress(n: int) -> int:
         course = Course(tmp / "course")
         students = make_class(course, "soft_select", n, tmp / "submissions")
         start = time.perf_counter()
-        results = autograde(course, "soft_select", tmp / "submissions",
-                            progress=lambda line: None)
+        results = autograde(course, "soft_select", tmp / "submissions")
         took = time.perf_counter() - start
         expected = {s.id: s.expect for s in students}
         graded = [r for r in results if not r.error]

@@ -15,7 +15,7 @@ from grader.nbgrader.release import release
 def grade_sample_class(assignment: str, work: Path):
     """Yields (task, outcome) for each sample student: stage 1's task (the sanitized notebooks)
     and stage 2's outcome (the executed ones), graded here, one after another."""
-    from grader.pipeline.autograde import prepare
+    from grader.pipeline.autograde import NotGradable, prepare
     from grader.pipeline.pools import execute
 
     course = Course(work / "course")
@@ -24,10 +24,11 @@ def grade_sample_class(assignment: str, work: Path):
     folder = write_class(course.source / assignment / f"{assignment}.ipynb", released, students,
                          work / "submissions", assignment)
     for student in students:
-        task, error, _ = prepare(course, assignment, student.id,
-                                 folder / student.id / assignment, None, False)
-        if error:
-            raise SystemExit(f"{student.id} could not be prepared: {error}")
+        try:
+            task, _ = prepare(course, assignment, student.id,
+                              folder / student.id / assignment, None, False)
+        except NotGradable as e:
+            raise SystemExit(f"{student.id} could not be prepared: {e}") from None
         yield task, execute(task)
 
 

@@ -192,11 +192,15 @@ def cmd_autograde(args) -> int:
         # importing torch there while this process imports nbgrader
         start_fork_server(preload_for(course.source / args.assignment))
     with paused():  # nbgrader's imports (grader.startup.collector)
-        from grader.pipeline.autograde import autograde, collected_submissions, find_submissions
+        from grader.intake import find_submissions
+        from grader.pipeline.autograde import autograde, collected_submissions
 
-    limits = {k: v for k, v in (("cell_timeout", args.cell_timeout),
-                                ("notebook_timeout", args.notebook_timeout),
-                                ("memory_bytes", args.memory)) if v is not None}
+    from grader.sandbox.session import Limits
+
+    limits = Limits().updated({k: v for k, v in (("cell_timeout", args.cell_timeout),
+                                                 ("notebook_timeout", args.notebook_timeout),
+                                                 ("memory_bytes", args.memory))
+                               if v is not None})
     from grader.sandbox.namespaces import IsolationUnavailable
     from grader.sandbox.session import confinement
 

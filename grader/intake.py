@@ -28,7 +28,7 @@ from pathlib import Path
 from grader.course import Course
 from grader.files import folder_hash
 from grader.notebooks import unreadable_notebooks
-from grader.record import flag
+from grader.record import Flag, flag
 from grader.shown import shown
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ _CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
-class Limits:
+class SubmissionLimits:
     """The most one submission may hold; a bigger one is an error row, not graded."""
 
     max_bytes: int = 100 * 2**20
@@ -77,11 +77,16 @@ class Limits:
     max_depth: int = 8  # folders inside the assignment folder, one inside the other
 
 
-LIMITS = Limits()
+LIMITS = SubmissionLimits()
 
 
 class IntakeError(Exception):
-    """The submission cannot be taken in (the message names the file and the problem)."""
+    """The submission cannot be taken in or graded (the message names the file and the
+    problem); `flags`: what the intake flagged before it stopped."""
+
+    def __init__(self, message: str, flags: list[Flag] | None = None):
+        super().__init__(message)
+        self.flags = list(flags or [])
 
 
 @dataclass
@@ -103,7 +108,7 @@ class Intake:
 # ----- finding the students ---------------------------------------------------------------
 
 def find_submissions(submissions: Path, assignment: str,
-                     limits: Limits = LIMITS) -> dict[str, Path | str]:
+                     limits: SubmissionLimits = LIMITS) -> dict[str, Path | str]:
     """{student: their assignment folder, or why it cannot be graded}, from
     submissions/STUDENT/ASSIGNMENT/. Student and assignment folders that are symbolic links
     (to a classmate, to the instructor's source) are reasons, never followed; so is a
@@ -160,7 +165,7 @@ def _student_folder_problem(entry: os.DirEntry, assignment: str) -> str | None |
     return None
 
 
-def _over_limits(folder: Path, student: str, limits: Limits) -> str | None:
+def _over_limits(folder: Path, student: str, limits: SubmissionLimits) -> str | None:
     """Why `folder` is too big to take in (a walk by lstat, following nothing), or None."""
     files = size = 0
     stack = [(str(folder), 0)]
@@ -204,7 +209,7 @@ def _too_deep(student, rel, limits) -> str:
 # ----- copying one submission ---------------------------------------------------------------
 
 def take_in(course: Course, assignment: str, student: str, folder: Path,
-            limits: Limits = LIMITS, now: datetime | None = None,
+            limits: SubmissionLimits = LIMITS, now: datetime | None = None,
             owner: int | None = None) -> Intake:
     """Copy `folder` (submissions/STUDENT/ASSIGNMENT) into the course by content.
 
@@ -264,7 +269,7 @@ def _open_submission(folder: Path, student: str) -> int:
 class _Copier:
     """Copies a folder tree by content through directory fds, within the limits."""
 
-    def __init__(self, student: str, limits: Limits, intake: Intake, pages: set[str],
+    def __init__(self, student: str, limits: SubmissionLimits, intake: Intake, pages: set[str],
                  owner: int | None = None):
         self.student, self.limits, self.intake, self.owner = student, limits, intake, owner
         self.pages = pages  # names of the feedback pages the grader writes (NOTEBOOK.html)
@@ -427,38 +432,42 @@ def _swap_in(staging: Path, target: Path) -> None:
 # ----- the check the autograder runs on each student ------------------------------------------
 
 def admit(course: Course, assignment: str, student: str, folder: Path,
-          limits: Limits = LIMITS) -> tuple[str | None, list[dict]]:
-    """Take in one submission and check its notebooks: (None when it can be graded, else the
-    reason naming the file and the problem; the flags of what was left out)."""
+          limits: SubmissionLimits = LIMITS) -> list[Flag]:
+    """Take in one submission and check its notebooks; the flags of what was left out, or
+    IntakeError when it cannot be graded (its flags: those of what was left out)."""
     try:
         intake = take_in(course, assignment, student, folder, limits)
     except IntakeError as e:
         log.warning("%s: %s", student, e)
-        return str(e), []
+        raise
     flags = list(intake.flags) if intake.left_out else []
-    error, more = check_notebooks(course, assignment, folder, intake.folder, intake.left_out)
-    return error, flags + more
+    try:
+        more = check_notebooks(course, assignment, folder, intake.folder, intake.left_out)
+    except IntakeError as e:
+        raise IntakeError(str(e), flags) from None
+    return flags + more
 
 
 def check_notebooks(course: Course, assignment: str, folder: Path, copy: Path,
-                    left_out: dict[str, str]) -> tuple[str | None, list[dict]]:
-    """Check the notebooks of a submission taken in at `copy` (from `folder`): (None when it
-    can be graded, else the reason; flags for notebooks the assignment does not have)."""
+                    left_out: dict[str, str]) -> list[Flag]:
+    """Check the notebooks of a submission taken in at `copy` (from `folder`): flags for
+    notebooks the assignment does not have, or IntakeError saying why it cannot be graded."""
     expected = course.notebooks(assignment)
     for name in (f"{n}.ipynb" for n in expected):
         if name in left_out:  # the notebook itself was a link, a FIFO, ...
-            return (f"{name} {left_out[name]}: not graded; hand in the notebook file "
-                    "itself"), []
+            raise IntakeError(f"{name} {left_out[name]}: not graded; hand in the notebook file "
+                              "itself")
     error = unreadable_notebooks(copy, expected)
     if error:
-        return error, []
+        raise IntakeError(error)
     present = {p.stem for p in copy.glob("*.ipynb")}
     missing = [n for n in expected if n not in present]
     if missing:
-        return (f"no {', '.join(n + '.ipynb' for n in missing)} in {folder} (found: "
-                f"{', '.join(sorted(p + '.ipynb' for p in present))}); was it renamed?"), []
-    return None, [flag("extra", f"extra notebook {n}.ipynb was not graded")
-                  for n in sorted(present - set(expected))]
+        raise IntakeError(f"no {', '.join(n + '.ipynb' for n in missing)} in {folder} (found: "
+                          f"{', '.join(sorted(p + '.ipynb' for p in present))}); was it "
+                          "renamed?")
+    return [flag("extra", f"extra notebook {n}.ipynb was not graded")
+            for n in sorted(present - set(expected))]
 
 
 # ----- reading the grader's own files back ---------------------------------------------------

@@ -19,7 +19,7 @@ from grader.nbgrader.release import release
 from grader.outputs.export import export
 from grader.outputs.feedback import feedback
 from grader.outputs.report import report
-from grader.pipeline.autograde import Result, autograde
+from grader.pipeline.autograde import Result, autograde, progress_to
 
 
 def _show(path: Path) -> Path:
@@ -85,8 +85,8 @@ def grade_sample_class(course: Course, assignment: str, out: Path, say):
                     released / f"{notebook}.ipynb", students, submissions, assignment)
     say(f"   autograding {len(students)} sample students (each in its own confined process)")
     # force: a course the demo graded before holds the same submissions, which would be skipped
-    results = {r.student: r for r in autograde(course, assignment, submissions, force=True,
-                                               progress=lambda line: say("  " + line))}
+    with progress_to(lambda line: say("  " + line)):
+        results = {r.student: r for r in autograde(course, assignment, submissions, force=True)}
     pages = feedback(course, assignment, students=[s.id for s in students],
                      to=out / "feedback" / assignment)
     for student, why in pages.items():

@@ -22,7 +22,7 @@ class Plan:
 
     files: dict[str, bytes]  # the scratch folder: the student's files, the released ones over
     answers: dict[str, list[str]]  # notebook -> the names its solution cells define
-    limits: dict[str, dict]  # notebook -> Limits fields
+    limits: dict[str, Limits]  # notebook -> its limits
     flags: list[dict] = field(default_factory=list)
     preload: list[str] = field(default_factory=list)  # for the sandbox (sandbox_preload_for)
 
@@ -37,7 +37,7 @@ def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[di
     flags = [flag("suspicious", why) for cell in nb.cells
              if cell.cell_type == "code" and not is_test_cell(cell) for why in scan(cell.source)]
     judge = Judge(plan.files, frozenset(plan.answers.get(name, [])),
-                  Limits(**plan.limits.get(name, {})), True, confinement(unconfined),
+                  plan.limits.get(name) or Limits(), True, confinement(unconfined),
                   preload=tuple(plan.preload))
     judge.run(nb)
     return unique(flags + judge.flags)

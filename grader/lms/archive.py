@@ -38,7 +38,7 @@ NOTEBOOK = ".ipynb"
 
 
 @dataclass(frozen=True)
-class Limits:
+class ArchiveLimits:
     """The most an archive may make the grader read. A member over them is not taken in."""
 
     max_members: int = 20_000  # files in the archive (a class of 500 with 40 files each)
@@ -52,7 +52,7 @@ class Limits:
     max_name_bytes: int = 255  # one part of a member's name (a file name's limit on Linux)
 
 
-LIMITS = Limits()
+LIMITS = ArchiveLimits()
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def index_people(people: list[Person], rules: Rules, roster: Path) -> dict[str, 
     return by_number
 
 
-def screen(zf: zipfile.ZipFile, limits: Limits = LIMITS
+def screen(zf: zipfile.ZipFile, limits: ArchiveLimits = LIMITS
            ) -> tuple[list[zipfile.ZipInfo], list[tuple[str, str]]]:
     """(the members that are regular files with safe names and sizes, (member, why) for the
     others), from the archive's directory alone: nothing is read yet. Folders are left aside
@@ -188,7 +188,7 @@ def screen(zf: zipfile.ZipFile, limits: Limits = LIMITS
     return safe, refused
 
 
-def _member_problem(info: zipfile.ZipInfo, count: int, limits: Limits) -> str | None:
+def _member_problem(info: zipfile.ZipInfo, count: int, limits: ArchiveLimits) -> str | None:
     why = _name_problem(info.filename, limits)
     if why:
         return why
@@ -211,7 +211,7 @@ def _member_problem(info: zipfile.ZipInfo, count: int, limits: Limits) -> str | 
     return None
 
 
-def _name_problem(name: str, limits: Limits) -> str | None:
+def _name_problem(name: str, limits: ArchiveLimits) -> str | None:
     """Why a member's name cannot be a path under the grader's folder, or None."""
     if not name.isprintable():
         return "has characters in its name that are not printable (control characters)"
@@ -229,7 +229,7 @@ def _name_problem(name: str, limits: Limits) -> str | None:
 
 
 def plan(zf: zipfile.ZipFile, rules: Rules, people: dict[str, Person], expected: set[str],
-         limits: Limits = LIMITS) -> Plan:
+         limits: ArchiveLimits = LIMITS) -> Plan:
     """What to take in for whom. `people`: index_people's; `expected`: the assignment's
     notebook file names (a Canvas copy FILE-N.ipynb is a copy of FILE.ipynb when that is one)."""
     infos, refused = screen(zf, limits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from typing import TYPE_CHECKING
 
 import nbformat
 from nbconvert.exporters import Exporter, NotebookExporter
@@ -20,6 +21,9 @@ from grader.course import Course
 from grader.nbgrader.config import nbgrader_config, setup_process
 from grader.nbgrader.preprocessors import CheckCellMetadata
 
+if TYPE_CHECKING:
+    from grader.sandbox.session import Limits
+
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_.]*(Error|Exception): ")
 
 
@@ -27,9 +31,9 @@ class NbGraderError(RuntimeError):
     """An nbgrader step failed; the message carries the reason from nbgrader's log."""
 
 
-def api_for(course: Course, limits: dict | None = None, unconfined: bool = False,
+def api_for(course: Course, limits: Limits | None = None, unconfined: bool = False,
             recording: bool = False) -> NbGraderAPI:
-    """limits: overrides of the sandbox limits (grader.sandbox.session.Limits fields);
+    """limits: the limits of every notebook (default Limits());
     unconfined: the instructor's explicit choice to grade without the sandbox;
     recording: autograde only records notebooks grader.pipeline.autograde sanitized and executed
     (its

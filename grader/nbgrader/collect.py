@@ -42,7 +42,7 @@ from grader.nbgrader import gradebook
 log = logging.getLogger(__name__)
 
 
-def exchange_time(folder: Path, limits: intake.Limits = intake.LIMITS) -> datetime:
+def exchange_time(folder: Path, limits: intake.SubmissionLimits = intake.LIMITS) -> datetime:
     """The latest change time of `folder` and of everything under it, links not followed.
     The walk stops past the intake's limits (such a submission is refused when copied)."""
     latest = os.lstat(folder).st_ctime

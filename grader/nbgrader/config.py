@@ -8,6 +8,7 @@ is built), so a grading pool's processes may call `setup_process`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from traitlets.config import Config
 
-from grader.course import CELL_TIMEOUT, COURSE_ID, KERNEL_ARGS, Course
+from grader.course import COURSE_ID, KERNEL_ARGS, Course
+from grader.sandbox.session import Limits
 
 
 def setup_process(gradebook: bool = True) -> None:
@@ -40,8 +42,7 @@ def setup_process(gradebook: bool = True) -> None:
 
 
 
-def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
-                    limits: dict | None = None) -> Config:
+def nbgrader_config(course: Course, limits: Limits | None = None) -> Config:
     """The nbgrader configuration for `course`: nbgrader's own pipeline plus our steps."""
     from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import (
@@ -79,7 +80,8 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
     # setting), not after each of them (seven in autograde): what is written is checked all
     # the same, and recording a notebook validates it 4 times instead of 10.
     c.Exporter.optimistic_validation = True
-    c.Execute.timeout = cell_timeout
+    limits = limits or Limits()
+    c.Execute.timeout = limits.cell_timeout
     c.Execute.interrupt_on_timeout = True
     # The kernel warns on every start that TCP is unencrypted (it listens on loopback only).
     c.Execute.extra_arguments = KERNEL_ARGS
@@ -89,7 +91,7 @@ def nbgrader_config(course: Course, cell_timeout: int = CELL_TIMEOUT,
     # test's verdict reached in the grader's, see grader/sandbox). After it, warnings that torch
     # prints to stderr must not cost a correct answer its points (nbgrader issue #1904).
     c.RestoreCells.course_root = c.LoadExecuted.course_root = str(course.root)
-    c.LoadExecuted.limits = {"cell_timeout": cell_timeout, **(limits or {})}
+    c.LoadExecuted.limits = dataclasses.asdict(limits)  # (configuration is data)
     c.Autograde.sanitize_preprocessors = [
         ClearOutput,
         RestoreCells,

@@ -116,20 +116,21 @@ def _same_visible(cell, ref) -> bool:
     return cell.source.strip() == ref.source.strip()
 
 
-def plan(course_root: Path, assignment: str, student: str, overrides: dict | None = None) -> Plan:
+def plan(course_root: Path, assignment: str, student: str, limits: Limits | None = None) -> Plan:
+    """What the execution of one submission needs (grader.judge.run.Plan): its scratch files,
+    each notebook's answers, limits (`limits`, with what the assignment's metadata sets over
+    them) and what the students' processes import."""
     root = Path(course_root)
     flags: list[dict] = []
     files = scratch_files(root / "submitted" / student / assignment,
                           root / "release" / assignment, flags)
-    answers_, limits, preload = {}, {}, []
+    answers_, per_notebook, preload = {}, {}, []
     for path in sorted((root / "source" / assignment).glob("*.ipynb")):
         declared, own_limits, wanted = _source_facts(path.read_bytes())
         answers_[path.stem] = list(declared)
-        values = dict(overrides or {})
-        values.update(own_limits)  # per assignment
-        limits[path.stem] = {k: v for k, v in values.items() if k in Limits.__dataclass_fields__}
+        per_notebook[path.stem] = (limits or Limits()).updated(own_limits)  # the assignment's wins
         preload += [m for m in wanted if m not in preload]
-    return Plan(files, answers_, limits, flags, preload)
+    return Plan(files, answers_, per_notebook, flags, preload)
 
 
 @functools.lru_cache(maxsize=16)
@@ -178,8 +179,8 @@ class LoadExecuted(_CourseStep):
 
     unconfined = Bool(False, help="grade even where the sandbox cannot be built (every "
                       "submission is flagged 'unconfined')").tag(config=True)
-    limits = Dict({}, help="Limits fields overriding the defaults for every assignment").tag(
-        config=True)
+    limits = Dict({}, help="the fields of the run's Limits (grader.sandbox.session); an "
+                  "assignment's metadata overrides them").tag(config=True)
     presanitized = Bool(False, help="the executed notebook was sanitized in stage 1 "
                         "(grader.pipeline.sanitize) and nbgrader's own sanitizing pass was left "
                         "out: take it whole, if it was made from the submitted file as it is "
@@ -197,7 +198,7 @@ class LoadExecuted(_CourseStep):
             if not _take_outputs(nb, executed):
                 raise _mismatch(notebook)
             return nb, resources
-        p = plan(self.course_root, assignment, student, self.limits)
+        p = plan(self.course_root, assignment, student, Limits(**self.limits))
         for f in p.flags + run_notebook(nb, notebook, p, self.unconfined):
             self._flag(resources, f["kind"], f["detail"])
         return nb, resources

@@ -7,23 +7,74 @@ the course's submitted/ folder (the originals are never touched) and graded by n
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Gradebook
 
 from grader import intake
 from grader.course import COURSE_ID, Course
+from grader.files import folder_hash
+from grader.intake import IntakeError
+from grader.nbgrader import gradebook
 from grader.nbgrader.api import api_for, reason
 from grader.nbgrader.release import release
-from grader.pipeline.pools import Task, fingerprint
-from grader.record import flag, load_status, save_status, status_path, unique
+from grader.pipeline.pools import Task
+from grader.pipeline.scheduler import (
+    MAX_ATTEMPTS,
+    WATCHDOG_POLL,
+    Failed,
+    Finished,
+    Outcome,
+    Scheduler,
+    Stuck,
+)
+from grader.record import Flag, flag, load_status, save_status, unique
+from grader.sandbox.session import Limits
 from grader.shown import shown
 
-__all__ = ["Result", "autograde", "load_status", "save_status", "status_path"]
+log = logging.getLogger(__name__)  # the progress lines (grader.cli shows them; -q hides them)
+
+
+class _Lines(logging.Handler):
+    """Hands each record's message, escaped (it quotes student ids), to a callable."""
+
+    def __init__(self, say):
+        super().__init__(logging.INFO)
+        self.say = say
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.say(shown(record.getMessage()))
+
+
+@contextlib.contextmanager
+def progress_to(say):
+    """While inside, hand each progress line of grading (the log of grader.pipeline at INFO)
+    to `say` instead of the log's handlers: for a caller that shows them its own way (the demo,
+    a test, a notebook). The CLI's own commands need it not: its logging shows them
+    (grader.cli.configure_logging), and its --quiet holds here too."""
+    logger, handler = logging.getLogger("grader.pipeline"), _Lines(say)
+    level, propagate = logger.level, logger.propagate
+    if level == logging.NOTSET and not logger.isEnabledFor(logging.INFO):
+        logger.setLevel(logging.INFO)  # (a level set on purpose, the CLI's --quiet, stays)
+    logger.addHandler(handler)
+    logger.propagate = False  # to `say` instead of the usual handlers, not as well
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+def _say(line: str) -> None:
+    """One progress line; it quotes student ids and errors, so it is escaped here whoever
+    handles the log (grader.shown)."""
+    log.info("%s", shown(line))
 
 
 @dataclass
@@ -35,7 +86,7 @@ class Result:
     auto_max: float
     error: str | None = None  # why the submission could not be graded
     needs_manual: bool = False  # written answers wait for the instructor
-    flags: list[dict] = field(default_factory=list)  # what the instructor should look at
+    flags: list[Flag] = field(default_factory=list)  # what the instructor should look at
     skipped: bool = False  # graded in an earlier run and unchanged since
     infrastructure: bool = False  # the error was the grader's, not the student's
     seconds: float = 0.0  # time to execute the notebook
@@ -46,24 +97,17 @@ class Result:
         return "error" if self.error else "graded"
 
 
-def find_submissions(submissions: Path, assignment: str) -> dict[str, Path | str]:
-    """{student: their assignment folder, or the reason it is unusable}; folders that are
-    links or over the intake's limits are reasons (see grader.intake)."""
-    return intake.find_submissions(Path(submissions), assignment)
-
-
 def _scores(course: Course, assignment: str, student: str) -> dict:
     """The student's scores in the gradebook; zero for one without a submission, who is added
     to the gradebook (so the export lists them, with zero) when `student` is a valid id. A
     folder whose name is not one is no student: it gets a row in the run's status alone."""
     with Gradebook(course.db_url, COURSE_ID) as gb:
         if intake.is_student_id(student):
-            try:
-                sub = gb.find_submission(assignment, student)
+            sub = gradebook.submission(gb, assignment, student)
+            if sub is not None:
                 return dict(score=sub.score, max_score=sub.max_score, auto_score=sub.code_score,
                             auto_max=sub.max_code_score, needs_manual=sub.needs_manual_grade)
-            except MissingEntry:
-                gb.update_or_create_student(student)
+            gb.update_or_create_student(student)
         a = gb.find_assignment(assignment)
         return dict(score=0.0, max_score=a.max_score, auto_score=0.0, auto_max=a.max_code_score)
 
@@ -72,11 +116,7 @@ def _is_released(course: Course, assignment: str) -> bool:
     if not course.has_gradebook:
         return False
     with Gradebook(course.db_url, COURSE_ID) as gb:
-        try:
-            gb.find_assignment(assignment)
-            return True
-        except MissingEntry:
-            return False
+        return gradebook.assignment(gb, assignment) is not None
 
 
 def collected_submissions(course: Course, assignment: str,
@@ -90,8 +130,8 @@ def collected_submissions(course: Course, assignment: str,
             for student, taken in sorted(students.items())}
 
 
-def autograde(course: Course, assignment: str, submissions: Path | None, progress=print,
-              limits: dict | None = None, workers: int | None = None,
+def autograde(course: Course, assignment: str, submissions: Path | None,
+              limits: Limits | None = None, workers: int | None = None,
               scheduler: str | None = None, force: bool = False,
               unconfined: bool = False) -> list[Result]:
     """Grade every student in `submissions`; returns one Result per student folder.
@@ -104,50 +144,89 @@ def autograde(course: Course, assignment: str, submissions: Path | None, progres
     the Dask cluster at `scheduler` (grader.pipeline.pools.execute); (3) here, nbgrader's autograde
     records the executed notebooks in the gradebook (`record`; this process alone writes it).
     Submissions graded before and unchanged since are skipped unless `force`.
-    limits: overrides of grader.sandbox.session.Limits (cell_timeout, memory_bytes, ...).
+    limits: the limits of every notebook (default: Limits()); an assignment's own metadata
+    overrides them (grader.metadata). Progress lines go to this module's logger, at INFO.
     """
     from grader.sandbox.session import confinement
     from grader.startup.engines import shared_engines
 
     confinement(unconfined)  # no sandbox and not --unconfined: refuse before grading anyone
 
-    def say(line: str) -> None:  # every line quotes student ids or errors: escaped
-        progress(shown(line))
-
     with shared_engines():
-        return _autograde(course, assignment, submissions, say, limits, workers,
+        return _autograde(course, assignment, submissions, limits or Limits(), workers,
                           scheduler, force, unconfined)
 
 
-def _autograde(course, assignment, submissions, progress, limits, workers, scheduler, force,
+def _autograde(course, assignment, submissions, limits, workers, scheduler, force,
                unconfined) -> list[Result]:
     from grader.pipeline.pools import make_pool, preload_for, sandbox_preload_for
     from grader.startup import notebook_schema
 
     notebook_schema.install()  # stage 1 and record check every notebook against the schema
+    found, taken = _found(course, assignment, submissions)
+    if not _is_released(course, assignment):
+        _say(f"{assignment} was not released yet: releasing it first")
+        release(course, assignment)
+    api = api_for(course, limits=limits, unconfined=unconfined, recording=True)
+    results: dict[str, Result] = {}
+    hashes: dict[str, str] = {}
+    todo = _to_grade(course, assignment, found, force, results, hashes)
+    workers = min(workers or os.cpu_count() or 1, max(len(todo), 1))  # no idle processes
+    # Started before stage 1: its processes import torch and start their sandboxes while this
+    # process prepares the notebooks.
+    preload = preload_for(course.source / assignment)
+    sandbox = tuple(sandbox_preload_for(course.source / assignment))
+    pool = make_pool(workers, scheduler, unconfined, preload, sandbox) if todo else None
+    flags: dict[str, list[dict]] = {}  # each student's flags from the stages so far
+    try:
+        tasks = _prepare_all(course, assignment, todo, limits, unconfined, taken, results, flags)
+    except BaseException:
+        if pool is not None:
+            pool.kill()
+        raise
+    if pool is not None and not tasks:
+        pool.close()
+        pool = None
+    if pool is not None:
+        where = f"Dask cluster {scheduler}" if scheduler else f"{pool.workers} process(es)"
+        _say(f"  executing {len(tasks)} submission(s) on {where}")
+        runner = Scheduler(lambda: make_pool(workers, scheduler, unconfined, preload, sandbox),
+                           watchdog_seconds(tasks, limits), poll=WATCHDOG_POLL,
+                           max_attempts=MAX_ATTEMPTS)
+        results.update(_execute_and_record(course, api, assignment, runner, tasks, pool, flags))
+    ordered = [results[s] for s in found]
+    from grader.sandbox.session import confinement
+
+    save_status(course.root, assignment, ordered, hashes,
+                run={"conditions": confinement(unconfined).conditions()})
+    return ordered
+
+
+def _found(course: Course, assignment: str,
+           submissions: Path | None) -> tuple[dict[str, Path | str], dict]:
+    """({student: their folder, or why it cannot be graded}; the collect's record of each
+    student, when `submissions` is None: what `grader collect` took in)."""
     if submissions is None:
         from grader.nbgrader.collect import load_record
 
         taken = load_record(course, assignment)["students"]
-        found = collected_submissions(course, assignment, taken)
-    else:
-        found, taken = find_submissions(Path(submissions), assignment), {}
-    if not _is_released(course, assignment):
-        progress(f"{assignment} was not released yet: releasing it first")
-        release(course, assignment)
-    api = api_for(course, limits=limits, unconfined=unconfined, recording=True)
+        return collected_submissions(course, assignment, taken), taken
+    return intake.find_submissions(Path(submissions), assignment), {}
+
+
+def _to_grade(course: Course, assignment: str, found: dict[str, Path | str], force: bool,
+              results: dict[str, Result], hashes: dict[str, str]) -> dict[str, Path]:
+    """{student: the folder to grade}: the submissions that can be graded and are new or changed
+    since the last run (or all of them if `force`). The others get their Result here (an
+    error, or the grades of the last run), the folders their hash."""
     before = load_status(course.root, assignment)
-    results: dict[str, Result] = {}
-    tasks: dict[str, Task] = {}
-    flags: dict[str, list[dict]] = {}  # each student's flags from the stages so far
-    hashes: dict[str, str] = {}
-    todo: dict[str, Path] = {}  # student -> the folder to grade
+    todo: dict[str, Path] = {}
     for student, folder in found.items():
         if isinstance(folder, str):
             results[student] = _error_result(course, assignment, student, folder, [])
-            progress(f"  {student:<12} {_line(results[student])}")
+            _say(f"  {student:<12} {_line(results[student])}")
             continue
-        hashes[student] = fingerprint(folder)
+        hashes[student] = folder_hash(folder)  # its timestamp too: a later one may be late
         old = before.get(student, {})
         if not force and old.get("hash") == hashes[student] and not old.get("error") \
                 and _has_submission(course, assignment, student):
@@ -157,183 +236,138 @@ def _autograde(course, assignment, submissions, progress, limits, workers, sched
         todo[student] = folder
     skipped = sum(r.skipped for r in results.values())
     if skipped:
-        progress(f"  {skipped} unchanged submission(s) already graded: skipped (--force "
-                 "grades them again)")
-    workers = min(workers or os.cpu_count() or 1, max(len(todo), 1))  # no idle processes
-    # Started before stage 1: its processes import torch and start their sandboxes while this
-    # process prepares the notebooks.
-    preload = preload_for(course.source / assignment)
-    sandbox = tuple(sandbox_preload_for(course.source / assignment))
-    pool = make_pool(workers, scheduler, unconfined, preload, sandbox) if todo else None
-    try:
-        for student, folder in todo.items():
-            task, error, flags[student] = prepare(course, assignment, student, folder, limits,
-                                                  unconfined, taken.get(student))
-            if error:
-                results[student] = _error_result(course, assignment, student, error,
-                                                 flags[student])
-                progress(f"  {student:<12} {_line(results[student])}")
-            else:
-                tasks[student] = task
-    except BaseException:
-        if pool is not None:
-            pool.kill()
-        raise
-    if pool is not None and not tasks:
-        pool.close()
-        pool = None
-    total, count = len(tasks), 0
-    if pool is not None:
-        where = f"Dask cluster {scheduler}" if scheduler else f"{pool.workers} process(es)"
-        progress(f"  executing {total} submission(s) on {where}")
-    attempts = {student: 0 for student in tasks}
-    started = time.monotonic()
-    running = {}
-    since: dict[str, float] = {}  # when each running submission was handed to the pool
-    restarts = 0  # of the pool, after it broke
-    bound = watchdog_seconds(tasks, limits)
-
-    def submit(student):
-        attempts[student] += 1
-        running[pool.submit(tasks[student])] = student
-        since[student] = time.monotonic()
-
-    def report(student):
-        nonlocal count
-        count += 1
-        elapsed = time.monotonic() - started
-        eta = f", ~{elapsed / count * (total - count):.0f} s left" if count < total else ""
-        progress(f"  [{count}/{total} {count / total:4.0%}{eta}] {student:<12} "
-                 f"{_line(results[student])}")
-
-    try:
-        for student in tasks:
-            submit(student)
-        while running:
-            try:
-                finished = pool.done(set(running), timeout=WATCHDOG_POLL)
-            except Exception as e:  # the pool itself broke: start a new one, resubmit
-                restarts += 1
-                waiting, running = list(running.values()), {}
-                if restarts > MAX_ATTEMPTS:  # it keeps breaking: the grader's failure, reported
-                    for student in waiting:
-                        results[student] = _error_result(
-                            course, assignment, student,
-                            f"not graded: the worker pool failed {restarts} times "
-                            f"({type(e).__name__}: {e}); this is not the student's fault, run "
-                            "autograde again to retry", flags[student], infrastructure=True)
-                        report(student)
-                    break
-                progress(f"  worker pool failed ({type(e).__name__}: {e}); restarting it")
-                with contextlib.suppress(Exception):
-                    pool.close()
-                pool = make_pool(workers, scheduler, unconfined, preload, sandbox)
-                for student in waiting:
-                    submit(student)
-                continue
-            stuck = [s for s in running.values() if time.monotonic() - since[s] > bound]
-            if stuck and not finished:
-                # A submission that outlives every limit has wedged its pool process: end the
-                # pool (sandboxes die with it), record the stuck ones, resubmit the others.
-                progress(f"  watchdog: {', '.join(stuck)} still running after {bound:.0f} s; "
-                         "stopping them and restarting the pool")
-                pool.kill()
-                pool = make_pool(workers, scheduler, unconfined, preload, sandbox)
-                waiting, running = list(running.values()), {}
-                for student in waiting:
-                    if student in stuck:
-                        flags[student].append(flag(
-                            "stuck", f"grading did not end within {bound:.0f} s; the run was "
-                            "stopped and the rest of the class graded"))
-                        results[student] = _error_result(
-                            course, assignment, student,
-                            f"not graded: still running after {bound:.0f} s, past every limit "
-                            "(stopped by the watchdog; see the flags)", flags[student])
-                        report(student)
-                    else:
-                        attempts[student] -= 1  # not their fault: this attempt does not count
-                        submit(student)
-                continue
-            for future in finished:
-                student = running.pop(future)
-                try:
-                    outcome = future.result()
-                except Exception as e:  # infrastructure, not the student: try again
-                    if attempts[student] < MAX_ATTEMPTS:
-                        progress(f"  {student}: {type(e).__name__} ({e}); retrying")
-                        with contextlib.suppress(Exception):
-                            submit(student)
-                            continue
-                    results[student] = _error_result(
-                        course, assignment, student,
-                        f"not graded: the grading machinery failed {attempts[student]} times "
-                        f"({type(e).__name__}: {e}); this is not the student's fault, run "
-                        "autograde again to retry", flags[student], infrastructure=True)
-                else:
-                    results[student] = record(course, api, assignment, student, outcome,
-                                              flags[student])
-                report(student)
-    finally:
-        if pool is not None:
-            pool.close()
-    ordered = [results[s] for s in found]
-    from grader.sandbox.session import confinement
-
-    save_status(course.root, assignment, ordered, hashes,
-                run={"conditions": confinement(unconfined).conditions()})
-    return ordered
+        _say(f"  {skipped} unchanged submission(s) already graded: skipped (--force grades "
+             "them again)")
+    return todo
 
 
-def prepare(course: Course, assignment: str, student: str, folder: Path,
-            limits: dict | None, unconfined: bool,
-            collected: dict | None = None) -> tuple[Task | None, str | None, list]:
-    """Stage 1 for one student: intake, then nbgrader's sanitizing steps. Returns (the task
-    for stage 2, or None and why the submission cannot be graded; the flags so far).
-    collected: the collect's record of a submission it took in already (grader.nbgrader.collect)."""
+def _prepare_all(course: Course, assignment: str, todo: dict[str, Path], limits: Limits,
+                 unconfined: bool, taken: dict, results: dict[str, Result],
+                 flags: dict[str, list[Flag]]) -> dict[str, Task]:
+    """Stage 1 for every student in `todo`: {student: the task for stage 2}; a submission that
+    cannot be graded gets its Result here. Each student's flags so far go into `flags`."""
+    tasks: dict[str, Task] = {}
+    for student, folder in todo.items():
+        try:
+            tasks[student], flags[student] = prepare(course, assignment, student, folder, limits,
+                                                     unconfined, taken.get(student))
+        except NotGradable as e:
+            flags[student] = e.flags
+            results[student] = _error_result(course, assignment, student, str(e), e.flags)
+            _say(f"  {student:<12} {_line(results[student])}")
+    return tasks
+
+
+def _execute_and_record(course: Course, api, assignment: str, runner: Scheduler,
+                        tasks: dict[str, Task], pool,
+                        flags: dict[str, list[Flag]]) -> dict[str, Result]:
+    """Stages 2 and 3: `tasks` executed by `runner` on `pool`, each recorded as it ends, with a
+    progress line; {student: their Result}. Every pool is closed when the run ends, however it
+    ends."""
+    results: dict[str, Result] = {}
+    tally = _Tally(len(tasks))
+    with contextlib.closing(runner.run(tasks, pool)) as outcomes:
+        for outcome in outcomes:
+            student = outcome.student
+            results[student] = _result_of(course, api, assignment, outcome, flags[student])
+            tally.report(results[student])
+    return results
+
+
+def _result_of(course: Course, api, assignment: str, outcome: Outcome,
+               flags: list[Flag]) -> Result:
+    """Stage 3 for one student: what stage 2's outcome records (`flags`: the student's so far,
+    a stuck submission's flag added to them)."""
+    match outcome:
+        case Finished(student, result):
+            return record(course, api, assignment, student, result, flags)
+        case Failed(student, error):
+            return _error_result(course, assignment, student, error, flags, infrastructure=True)
+        case Stuck(student, seconds):
+            flags.append(flag("stuck", f"grading did not end within {seconds:.0f} s; the run was "
+                              "stopped and the rest of the class graded"))
+            return _error_result(
+                course, assignment, student,
+                f"not graded: still running after {seconds:.0f} s, past every limit "
+                "(stopped by the watchdog; see the flags)", flags)
+    raise TypeError(f"not an outcome: {outcome!r}")
+
+
+class _Tally:
+    """Each graded submission's progress line: how many so far, of how many, the time left."""
+
+    def __init__(self, total: int):
+        self.total, self.count = total, 0
+        self.started = time.monotonic()
+
+    def report(self, result: Result) -> None:
+        """Print the progress line of one more submission graded."""
+        self.count += 1
+        elapsed = time.monotonic() - self.started
+        left = self.total - self.count
+        eta = f", ~{elapsed / self.count * left:.0f} s left" if left else ""
+        _say(f"  [{self.count}/{self.total} {self.count / self.total:4.0%}{eta}] "
+             f"{result.student:<12} {_line(result)}")
+
+
+class NotGradable(Exception):
+    """A submission stage 1 cannot make gradable; the message says why, naming the file and the
+    problem, and `flags` are the student's flags so far."""
+
+    def __init__(self, reason: str, flags: list[Flag]):
+        super().__init__(reason)
+        self.flags = flags
+
+
+def prepare(course: Course, assignment: str, student: str, folder: Path, limits: Limits,
+            unconfined: bool, collected: dict | None = None) -> tuple[Task, list[Flag]]:
+    """Stage 1 for one student: the intake (grader.intake: the folder copied into
+    course.submitted/STUDENT/ASSIGNMENT by content, links, FIFOs, devices, outside hard links
+    and the student's timestamp.txt left out and flagged, and its notebooks checked), then
+    nbgrader's sanitizing steps. Returns the task for stage 2 and the flags so far; raises
+    NotGradable. collected: the collect's record of a submission it took in already
+    (grader.nbgrader.collect)."""
     from grader.nbgrader.execute import plan
     from grader.pipeline.sanitize import sanitize
 
+    flags: list[Flag] = [] if collected is None else collected.get("flags", [])
     try:
         if collected is None:
-            error, flags = _copy_and_check(course, assignment, student, folder)
+            flags = intake.admit(course, assignment, student, Path(folder))
         else:
-            error, more = intake.check_notebooks(course, assignment, folder, folder,
-                                                 collected.get("left_out", {}))
-            flags = collected.get("flags", []) + more
-        if error:
-            return None, error, flags
+            flags = flags + intake.check_notebooks(course, assignment, folder, folder,
+                                                   collected.get("left_out", {}))
+    except IntakeError as e:
+        raise NotGradable(str(e), e.flags or flags) from None
+    try:
         notebooks, more = sanitize(course, assignment, student)
         work = plan(course.root, assignment, student, limits)
     except Exception as e:  # a notebook nbgrader cannot read or sanitize: the student's file
-        return None, f"could not be read: {type(e).__name__}: {e}", []
+        raise NotGradable(f"could not be read: {type(e).__name__}: {e}", []) from None
     # (the confinement's own flags come with the execution: judge.Judge adds them)
-    flags = unique(flags + more + work.flags)
-    return Task(assignment, student, notebooks, work, unconfined), None, flags
+    return Task(assignment, student, notebooks, work, unconfined), unique(flags + more + work.flags)
 
 
-MAX_ATTEMPTS = 3
-WATCHDOG_POLL = 5.0  # seconds between two looks at the running submissions
 WATCHDOG_SLACK = 120.0  # seconds of start-up and recording on top of the notebook limits
 
 
-def watchdog_seconds(tasks: dict, limits: dict | None) -> float:
+def watchdog_seconds(tasks: dict, limits: Limits) -> float:
     """How long one submission may run in the pool before it counts as stuck: its notebooks'
-    whole time limits, plus slack. The sandbox enforces each limit itself; the watchdog only
-    catches what those cannot (a wedged pool process)."""
-    from grader.sandbox.session import Limits
+    whole time limits (each notebook's own, which its assignment's metadata may have set),
+    plus slack. The sandbox enforces each limit itself; the watchdog only catches what those
+    cannot (a wedged pool process)."""
+    default = limits.notebook_timeout
 
-    default = (limits or {}).get("notebook_timeout") or Limits().notebook_timeout
-
-    def whole(task) -> float:  # each notebook's own limit: the assignment's metadata wins
+    def whole(task) -> float:
         own = task.plan.limits if task.plan is not None else {}
-        return sum(own.get(name, {}).get("notebook_timeout") or default
+        return sum(own[name].notebook_timeout if name in own else default
                    for name in task.notebooks)
 
     return max((whole(t) for t in tasks.values()), default=default) + WATCHDOG_SLACK
 
 
 def record(course: Course, api, assignment: str, student: str, outcome: dict,
-           flags: list[dict]) -> Result:
+           flags: list[Flag]) -> Result:
     """Stage 3 for one student: the executed notebooks left where LoadExecuted finds them, then
     nbgrader's autograde (this process is the only gradebook writer)."""
     from grader.nbgrader.execute import executed_path
@@ -365,19 +399,7 @@ def _error_result(course, assignment, student, error, flags, infrastructure=Fals
 
 def _has_submission(course: Course, assignment: str, student: str) -> bool:
     with Gradebook(course.db_url, COURSE_ID) as gb:
-        try:
-            gb.find_submission(assignment, student)
-            return True
-        except MissingEntry:
-            return False
-
-
-def _copy_and_check(course: Course, assignment: str, student: str,
-                    folder: Path) -> tuple[str | None, list[dict]]:
-    """Copy the submission into course.submitted/STUDENT/ASSIGNMENT by content (links, FIFOs,
-    devices, outside hard links and the student's timestamp.txt left out and flagged) and check
-    its notebooks: (None when it can be graded, else the reason; the intake's flags)."""
-    return intake.admit(course, assignment, student, Path(folder))
+        return gradebook.submission(gb, assignment, student) is not None
 
 
 def _line(r: Result) -> str:

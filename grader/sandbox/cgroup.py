@@ -108,11 +108,6 @@ class Cgroup:
             return int((self._dir("pids") / "pids.current").read_text())
         return 0
 
-    def peak_processes(self) -> int:
-        with contextlib.suppress(OSError, ValueError):
-            return int((self._dir("pids") / "pids.events").read_text().split()[-1])
-        return 0
-
     def end(self) -> None:
         """Kill every process in the group, including those forking while we kill."""
         if "all" in self.dirs and (self.dirs["all"] / "cgroup.kill").exists():

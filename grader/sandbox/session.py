@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -280,11 +281,21 @@ QUICK = 0.05  # seconds an answer may take before the process's CPU time is watc
 
 @dataclass
 class Limits:
+    """What one notebook's run may take. The one description of a run's limits: the command
+    line sets them for a run, an assignment's metadata for its notebooks (grader.metadata),
+    and they travel to the pool as this value (as its fields in nbgrader's configuration)."""
+
     cell_timeout: float = 120.0  # CPU seconds one cell (or one call from a test) may take
     notebook_timeout: float = 900.0  # seconds for the whole notebook
     memory_bytes: int = 6 * 2**30  # address space of the student's process
     max_processes: int = 64  # processes the student's code may start (when enforceable)
     max_file_bytes: int = 256 * 2**20  # largest file the student's code may write
+
+    def updated(self, fields) -> Limits:
+        """These limits with `fields` ({name: value}) replacing theirs; names that are not
+        fields of Limits (an assignment's metadata may hold anything) are left out."""
+        known = {f.name for f in dataclasses.fields(self)}
+        return dataclasses.replace(self, **{k: v for k, v in fields.items() if k in known})
 
 
 class WorkerDied(Exception):

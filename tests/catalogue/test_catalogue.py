@@ -44,8 +44,7 @@ def autograded(course, assignment, tmp):
     for notebook in course.notebooks(assignment):
         write_class(course.source / assignment / f"{notebook}.ipynb",
                     released / f"{notebook}.ipynb", students(assignment), submissions, assignment)
-    results = {r.student: r for r in autograde(course, assignment, submissions,
-                                               progress=lambda line: None)}
+    results = {r.student: r for r in autograde(course, assignment, submissions)}
     return {student: (result, failed_tests(course, student, assignment))
             for student, result in results.items()}
 

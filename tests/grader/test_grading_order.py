@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 import grader.pipeline.pools as parallel
-from grader.pipeline.autograde import autograde
+from grader.pipeline.autograde import autograde, progress_to
 
 STUDENTS = [f"s{i:02d}" for i in range(6)]  # enough that a set's order is not theirs by luck
 
@@ -45,7 +45,8 @@ def test_one_worker_grades_in_submission_order(tiny_course, tmp_path, monkeypatc
 
     monkeypatch.setattr(parallel, "execute", watched)
     lines: list[str] = []
-    results = autograde(tiny_course, "tiny", subs, progress=lines.append, workers=1)
+    with progress_to(lines.append):
+        results = autograde(tiny_course, "tiny", subs, workers=1)
 
     assert not [r for r in results if r.error], lines
     assert all(r.score == 5 for r in results), lines

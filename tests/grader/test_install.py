@@ -160,10 +160,11 @@ GRADE = """
 import json, sys
 from pathlib import Path
 import grader, grader.sandbox, solutions
-from grader.pipeline.autograde import autograde
+from grader.pipeline.autograde import autograde, progress_to
 from grader.course import Course
 course = Course(Path(sys.argv[1]), source=Path(sys.argv[2]))
-results = autograde(course, "soft_select", Path(sys.argv[3]), progress=print, workers=2)
+with progress_to(print):
+    results = autograde(course, "soft_select", Path(sys.argv[3]), workers=2)
 print("RESULT " + json.dumps({"grader": grader.__file__, "sandbox": grader.sandbox.__file__,
       "solutions": solutions.__file__,
       "rows": {r.student: [r.auto_score, r.auto_max, r.error] for r in results}}))

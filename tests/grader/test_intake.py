@@ -18,14 +18,17 @@ from nbgrader.utils import parse_utc
 
 from grader import intake as intake_module
 from grader.files import write_atomic
-from grader.intake import IntakeError, Limits, find_submissions, read_regular, take_in
+from grader.intake import IntakeError, SubmissionLimits, find_submissions, read_regular, take_in
 
 _FLAGS: dict = {}  # (course, student) -> the flags admit returned last
 
 
 def admit(course, assignment, student, folder, *limits):
-    """intake.admit, its flags kept for `details`."""
-    error, flags = intake_module.admit(course, assignment, student, folder, *limits)
+    """intake.admit's refusal (None: admitted), its flags kept for `details`."""
+    try:
+        flags, error = intake_module.admit(course, assignment, student, folder, *limits), None
+    except IntakeError as e:
+        flags, error = e.flags, str(e)
     _FLAGS[(course.root, student)] = flags
     return error
 
@@ -172,11 +175,12 @@ def test_a_file_named_like_the_feedback_page_is_left_out(course, sub):
 
 
 @pytest.mark.parametrize("limits, make, words", [
-    (Limits(max_files=5), lambda f: [(f / f"x{i}.txt").write_text("x") for i in range(10)],
-     "more than 5 files"),
-    (Limits(max_bytes=1000), lambda f: (f / "big.bin").write_bytes(b"0" * 5000),
+    (SubmissionLimits(max_files=5),
+     lambda f: [(f / f"x{i}.txt").write_text("x") for i in range(10)], "more than 5 files"),
+    (SubmissionLimits(max_bytes=1000), lambda f: (f / "big.bin").write_bytes(b"0" * 5000),
      "holds more than 1000 bytes"),
-    (Limits(max_depth=3), lambda f: (f / "a/b/c/d/e").mkdir(parents=True), "nests folders"),
+    (SubmissionLimits(max_depth=3), lambda f: (f / "a/b/c/d/e").mkdir(parents=True),
+     "nests folders"),
 ])
 def test_limits_give_an_error_naming_the_student(course, sub, limits, make, words):
     make(sub)
@@ -193,7 +197,7 @@ def test_a_failed_intake_removes_the_earlier_copy(course, sub):
     assert admit(course, "hw", "alice", sub) is None
     for i in range(10):
         (sub / f"x{i}").write_text("x")
-    assert "more than 5 files" in admit(course, "hw", "alice", sub, Limits(max_files=5))
+    assert "more than 5 files" in admit(course, "hw", "alice", sub, SubmissionLimits(max_files=5))
     assert not (course.submitted / "alice" / "hw").exists(), "a stale copy would be graded"
 
 
@@ -258,7 +262,7 @@ def test_intake_module_reads_nothing_through_paths(monkeypatch, course, sub):
         opened.append(str(path))
         return real_open(path, *a, **k)
     monkeypatch.setattr("builtins.open", spy)
-    assert intake_module.admit(course, "hw", "alice", sub)[0] is None
+    intake_module.admit(course, "hw", "alice", sub)  # admitted (IntakeError otherwise)
     assert not [p for p in opened if p.startswith(str(sub))], opened
 
 

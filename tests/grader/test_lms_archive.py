@@ -332,7 +332,7 @@ def test_a_member_over_the_size_limit_is_refused_unread(tmp_path):
     zipped = write_zip(tmp_path / "s.zip", [("a_1_2_big.ipynb", b"x" * 5000),
                                             ("a_1_3_small.ipynb", b"{}")])
     with zipfile.ZipFile(zipped) as zf:
-        safe, refused = archive.screen(zf, archive.Limits(max_member_bytes=4096))
+        safe, refused = archive.screen(zf, archive.ArchiveLimits(max_member_bytes=4096))
     assert [i.filename for i in safe] == ["a_1_3_small.ipynb"]
     assert refused == [("a_1_2_big.ipynb", "unpacks to 5000 bytes, more than 4096 bytes for "
                                            "one file")]

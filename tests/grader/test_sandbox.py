@@ -633,12 +633,12 @@ def test_limits_come_from_the_assignment_then_the_command_line(tmp_path):
     source.mkdir(parents=True)
     nb = nbformat.v4.new_notebook(metadata={"grader": {"limits": {"cell_timeout": 300}}})
     nbformat.write(nb, source / "hw.ipynb")
-    limits = Limits(**plan(tmp_path, "hw", "ann", {"cell_timeout": 60,
-                                                   "memory_bytes": 2**31}).limits["hw"])
+    limits = plan(tmp_path, "hw", "ann",
+                  Limits(cell_timeout=60, memory_bytes=2**31)).limits["hw"]
     assert limits.cell_timeout == 300, "the assignment's own limit wins"
     assert limits.memory_bytes == 2**31
     nbformat.write(nbformat.v4.new_notebook(), source / "hw.ipynb")
-    assert Limits(**plan(tmp_path, "hw", "ann").limits["hw"]) == Limits()
+    assert plan(tmp_path, "hw", "ann").limits["hw"] == Limits()
 
 
 def test_released_helper_files_replace_the_students_copies(tmp_path):

@@ -23,7 +23,7 @@ import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
 from grader.course import COURSE_ID, REPO, Course
-from grader.pipeline.autograde import autograde
+from grader.pipeline.autograde import autograde, progress_to
 
 pytestmark = pytest.mark.slow
 ASSIGNMENT = "soft_select"
@@ -62,7 +62,7 @@ def sequential(submissions, tmp_path_factory) -> Course:
     # pool, the cluster and the gradebooks are compared with, and the rerun tests below change
     # this course's state (the shared demo course is only read).
     course = Course(tmp_path_factory.mktemp("seq") / "course")
-    results = autograde(course, ASSIGNMENT, submissions, progress=lambda _: None, workers=1)
+    results = autograde(course, ASSIGNMENT, submissions, workers=1)
     assert not [r for r in results if r.error]
     return course
 
@@ -91,7 +91,8 @@ def test_a_process_pool_gives_the_same_grades(sequential, submissions, sample_cl
     else:
         course = Course(tmp_path / "course")
         lines = []
-        results = autograde(course, ASSIGNMENT, submissions, progress=lines.append, workers=2)
+        with progress_to(lines.append):
+            results = autograde(course, ASSIGNMENT, submissions, workers=2)
         assert any("on 2 process(es)" in line for line in lines)
     assert not [r for r in results if r.error]
     assert grades(course) == grades(sequential)
@@ -99,11 +100,12 @@ def test_a_process_pool_gives_the_same_grades(sequential, submissions, sample_cl
 
 def test_a_rerun_skips_unchanged_submissions_and_force_regrades(sequential, submissions):
     lines = []
-    again = autograde(sequential, ASSIGNMENT, submissions, progress=lines.append, workers=1)
+    with progress_to(lines.append):
+        again = autograde(sequential, ASSIGNMENT, submissions, workers=1)
     assert all(r.skipped for r in again), lines
     assert [r.auto_score for r in again] == [r.auto_score for r in again if r.skipped]
     # Graded again: --force must execute unchanged submissions, which is what is checked.
-    forced = autograde(sequential, ASSIGNMENT, submissions, progress=lambda _: None,
+    forced = autograde(sequential, ASSIGNMENT, submissions,
                        workers=1, force=True)
     assert not any(r.skipped for r in forced)
 
@@ -114,8 +116,7 @@ def test_a_changed_submission_is_graded_again(sequential, submissions, tmp_path)
     nb = changed / "bob" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     nb.write_text(nb.read_text().replace("Write", "write"))
     # Only bob's changed notebook is executed again (the point of the test).
-    results = {r.student: r for r in autograde(sequential, ASSIGNMENT, changed,
-                                                progress=lambda _: None, workers=1)}
+    results = {r.student: r for r in autograde(sequential, ASSIGNMENT, changed, workers=1)}
     assert not results["bob"].skipped
     assert results["alice"].skipped
 
@@ -164,7 +165,7 @@ def test_a_dask_cluster_gives_the_same_grades(sequential, submissions, dask_clus
     address, worker_pids = dask_cluster
     # Graded again, on the cluster: executing there is what is checked.
     course = Course(tmp_path / "course")
-    results = autograde(course, ASSIGNMENT, submissions, progress=lambda _: None,
+    results = autograde(course, ASSIGNMENT, submissions,
                         scheduler=address)
     assert not [r for r in results if r.error]
     ran_on = {int(r.executed_by.split(":")[1]) for r in results}
@@ -194,7 +195,7 @@ def test_a_postgresql_gradebook_gives_the_same_grades(sequential, submissions, p
                                                       tmp_path):
     # Graded again, into PostgreSQL: writing that gradebook is what is checked.
     course = Course(tmp_path / "course", db=postgres_url)
-    results = autograde(course, ASSIGNMENT, submissions, progress=lambda _: None, workers=2)
+    results = autograde(course, ASSIGNMENT, submissions, workers=2)
     assert not [r for r in results if r.error]
     assert grades(course) == grades(sequential)
     assert not (tmp_path / "course" / "gradebook.db").exists(), "SQLite was used instead"
@@ -236,7 +237,8 @@ def test_a_lost_worker_is_retried_not_a_zero(sequential, submissions, tmp_path, 
     # Graded again, through a pool that loses every first attempt: the retries are checked.
     course = Course(tmp_path / "course")
     lines = []
-    results = autograde(course, ASSIGNMENT, submissions, progress=lines.append)
+    with progress_to(lines.append):
+        results = autograde(course, ASSIGNMENT, submissions)
     assert not [r for r in results if r.error], lines
     assert set(pool.attempts.values()) == {2}
     assert grades(course) == grades(sequential)
@@ -247,10 +249,9 @@ def test_machinery_that_keeps_failing_is_reported_as_the_graders_fault(submissio
     monkeypatch.setattr("grader.pipeline.pools.make_pool",
                         lambda *args: FlakyPool(failures=99))
     course = Course(tmp_path / "course")
-    results = autograde(course, ASSIGNMENT, submissions, progress=lambda _: None)
+    results = autograde(course, ASSIGNMENT, submissions)
     assert all(r.infrastructure and "not the student's fault" in r.error for r in results)
     monkeypatch.undo()  # the machinery works again
     # Graded again (nothing was executed above): a rerun must grade what the machinery failed.
-    again = {r.student: r for r in autograde(course, ASSIGNMENT, submissions,
-                                              progress=lambda _: None, workers=1)}
+    again = {r.student: r for r in autograde(course, ASSIGNMENT, submissions, workers=1)}
     assert not any(r.skipped or r.error for r in again.values()), "the rerun grades them"

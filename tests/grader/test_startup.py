@@ -627,8 +627,7 @@ def test_pool_processes_never_import_the_gradebooks_database_layer(tmp_path):
     nbformat.write(make_submission(course.source / "soft_select" / "soft_select.ipynb",
                                    released, SAMPLE_CLASSES["soft_select"][0]),
                    folder / "soft_select.ipynb")
-    task, error, _ = prepare(course, "soft_select", "s0", folder, None, False)
-    assert error is None, error
+    task, _ = prepare(course, "soft_select", "s0", folder, None, False)
     pool = LocalPool(2)
     try:
         seen = _one_call_each(pool, _grade_then_list_gradebook_modules, task)
@@ -682,8 +681,7 @@ def test_assignments_that_do_not_declare_the_compiler_never_import_it(tmp_path, 
             folder.mkdir(parents=True)
             nbformat.write(make_submission(course.source / name / f"{name}.ipynb", released,
                                            story), folder / f"{name}.ipynb")
-            task, error, _ = prepare(course, name, f"s{i}", folder, None, False)
-            assert error is None, error
+            task, _ = prepare(course, name, f"s{i}", folder, None, False)
             imported.clear()
             execute(task)
             assert imported, f"{name}, {story.story}: no student's process was looked at"

@@ -55,8 +55,7 @@ def graded(tmp_path_factory):
             answer
         (tmp / "subs" / student / "errs").mkdir(parents=True)
         nbformat.write(nb, tmp / "subs" / student / "errs" / "errs.ipynb")
-    results = {r.student: r for r in autograde(course, "errs", tmp / "subs",
-                                                progress=lambda m: 0)}
+    results = {r.student: r for r in autograde(course, "errs", tmp / "subs")}
     feedback(course, "errs", to=tmp / "feedback")
     errors = {}
     for student in ANSWERS:

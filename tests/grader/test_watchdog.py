@@ -67,8 +67,9 @@ def test_a_wedged_submission_is_recorded_and_the_rest_graded(tmp_path, monkeypat
     monkeypatch.setattr(autograde_module, "watchdog_seconds", lambda tasks, limits: 20.0)
     lines = []
     start = time.monotonic()
-    results = {r.student: r for r in autograde_module.autograde(
-        course, "soft_select", tmp_path / "submissions", progress=lines.append, workers=2)}
+    with autograde_module.progress_to(lines.append):
+        results = {r.student: r for r in autograde_module.autograde(
+            course, "soft_select", tmp_path / "submissions", workers=2)}
     assert time.monotonic() - start < 600
     stuck = results["stuck"]
     assert stuck.error and "watchdog" in stuck.error, stuck.error
@@ -90,9 +91,12 @@ def test_the_watchdog_waits_as_long_as_each_notebook_may_run():
         return Task("x", "s", {n: "{}" for n in notebooks},
                     Plan(files={}, answers={}, limits=limits))
 
-    slack = autograde_module.WATCHDOG_SLACK
-    long = {"s": task({"a": {"notebook_timeout": 3000.0}})}
-    assert autograde_module.watchdog_seconds(long, {"notebook_timeout": 600.0}) == 3000 + slack
-    two = {"s": task({"a": {}, "b": {"notebook_timeout": 50.0}}, ("a", "b"))}
-    assert autograde_module.watchdog_seconds(two, {"notebook_timeout": 600.0}) == 650 + slack
-    assert autograde_module.watchdog_seconds(two, None) == 900 + 50 + slack  # Limits' default
+    from grader.sandbox.session import Limits
+
+    slack, run = autograde_module.WATCHDOG_SLACK, Limits(notebook_timeout=600.0)
+    long = {"s": task({"a": run.updated({"notebook_timeout": 3000.0})})}
+    assert autograde_module.watchdog_seconds(long, run) == 3000 + slack
+    two = {"s": task({"a": run, "b": run.updated({"notebook_timeout": 50.0})}, ("a", "b"))}
+    assert autograde_module.watchdog_seconds(two, run) == 650 + slack
+    unplanned = {"s": task({}, ("a", "b"))}  # no plan for a notebook: the run's limit
+    assert autograde_module.watchdog_seconds(unplanned, Limits()) == 2 * 900 + slack

@@ -139,8 +139,8 @@ def grade(assignment: str, chosen: list[Mutant], outcomes: list[Outcome], worker
                     assignment)
     with ThreadPoolExecutor(1) as beside:  # one kernel, beside the autograde run
         checks = beside.submit(checked, course, assignment, students, folder)
-        results = {r.student: r for r in autograde(course, assignment, submissions,
-                                                   progress=lambda line: None, workers=workers)}
+        graded = autograde(course, assignment, submissions, workers=workers)
+        results = {r.student: r for r in graded}
         verdicts = checks.result()
     for m, outcome in zip(chosen, outcomes, strict=True):
         result = results.get(m.student)
