@@ -20,13 +20,10 @@ $(STAMP): pyproject.toml setup.py requirements/lock.txt
 ## Python's bytecode for the repository's own packages, as pip writes it for the packages it
 ## installs (an editable install does not, and with PYTHONDONTWRITEBYTECODE set Python never
 ## would): otherwise every grading process (the command, the judges' fork server, each sandbox)
-## compiles the grader from source when it starts, about 0.05 s of CPU each (docs/performance-log.md).
-## Stale files are recompiled here; Python checks each against its source anyway. So is
-## nbformat's notebook schema, whose validator each of those processes would otherwise compile
-## (grader/startup/notebook_schema.py: 35-55 ms each time, three times a run).
+## compiles the grader from source when it starts (docs/performance-log.md). Stale files are
+## recompiled here; Python checks each against its source anyway.
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q grader solutions
-	@$(BIN)/python -m grader.startup.notebook_schema
 
 ## The lectures' real data, from Debian's packages (nothing downloads while a lecture runs):
 ## python3.11-doc (the Python documentation's prose, for the language models; PSF License) and

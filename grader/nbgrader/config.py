@@ -56,12 +56,13 @@ def nbgrader_config(course: Course, limits: Limits | None = None) -> Config:
     )
 
     from grader.html_safety import exporter_config
-    from grader.nbgrader.execute import LoadExecuted, RestoreCells
+    from grader.nbgrader.execute import LoadExecuted
     from grader.nbgrader.late import LateRule
     from grader.nbgrader.preprocessors import (
         CheckCellMetadata,
         FeedbackGrades,
         OverwriteCellsOnce,
+        RestoreCells,
         SaveAutoGradesOnce,
         ShortTracebacks,
         StderrIsNotFailure,
@@ -98,6 +99,7 @@ def nbgrader_config(course: Course, limits: Limits | None = None) -> Config:
         DeduplicateIds,
         OverwriteKernelspec,
         OverwriteCellsOnce,
+        RestoreCells,
         CheckCellMetadata,
     ]
     c.Autograde.autograde_preprocessors = [

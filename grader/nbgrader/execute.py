@@ -1,119 +1,32 @@
-"""Our steps in nbgrader's autograde pipeline, and the execution they hand over to.
+"""Our execute step in nbgrader's autograde pipeline, and what the execution needs.
 
-Grading has three stages (grader/pipeline/autograde.py): sanitize (nbgrader's own steps plus
-RestoreCells, in the main process), execute (run.py's `run_notebook`, in a pool process: the
-student's cells in the sandbox, the tests in the grader's process, see judge.py), record
-(nbgrader's autograde, whose execute step is LoadExecuted: it takes stage 2's notebook and
-refuses one not made from the submission it records)."""
+Grading has three stages (grader/pipeline/autograde.py): sanitize (nbgrader's own steps with
+ours, grader/nbgrader/preprocessors.py, in the main process), execute (grader.judge.run's
+`run_notebook`, in a pool process: the student's cells in the sandbox, the tests in the
+grader's process), record (nbgrader's autograde, whose execute step is LoadExecuted: it takes
+stage 2's notebook and refuses one not made from the submission it records). `plan` gathers
+what stage 2 needs, as data."""
 
 from __future__ import annotations
 
-import copy
 import functools
 import hashlib
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Dict, Unicode
+from traitlets import Bool, Dict
 
-from grader.cells import is_solution, is_test_cell
+from grader.cells import is_solution
 from grader.files import regular_files
 from grader.judge import answers
 from grader.judge.run import Plan, run_notebook
 from grader.metadata import limits_in, modules_in
+from grader.nbgrader.preprocessors import _CourseStep
 from grader.record import flag
 from grader.sandbox.session import Limits
 
 # Names a student's files may not take: they would shadow the packages the notebook imports.
 PROTECTED = {"grader", "solutions", "torch", "numpy", "IPython", "nbgrader", "math"}
-FLAGS = "grader_flags"  # where our steps put their flags in nbgrader's `resources`
-
-
-class _CourseStep(NbGraderPreprocessor):
-    course_root = Unicode("", help="the course directory (for release files and flags)").tag(
-        config=True)
-
-    def _where(self, resources):
-        info = resources["nbgrader"]
-        return info["assignment"], info["student"], info["notebook"]
-
-    def _released(self, resources):
-        assignment, _, notebook = self._where(resources)
-        path = Path(self.course_root) / "release" / assignment / f"{notebook}.ipynb"
-        return copy.deepcopy(_read_released(str(path), path.stat().st_mtime_ns))
-
-    def _flag(self, resources, kind, detail):
-        resources.setdefault(FLAGS, []).append(flag(kind, detail))
-
-
-@functools.lru_cache(maxsize=16)
-def _read_released(path: str, mtime_ns: int):
-    """The released notebook (read once per grading run, not once per student)."""
-    return nbformat.read(path, as_version=4)
-
-
-def _grade_id(cell):
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
-class RestoreCells(_CourseStep):
-    """Put the instructor's cells back as released: deleted ones re-inserted, metadata reset,
-    unknown or duplicated grade ids stripped. (nbgrader's OverwriteCells then restores the
-    sources of test and read-only cells, hidden tests included.)"""
-
-    def preprocess(self, nb, resources):
-        released = self._released(resources)
-        reference = {_grade_id(c): c for c in released.cells if _grade_id(c)}
-        seen, cells = set(), []
-        for cell in nb.cells:
-            gid = _grade_id(cell)
-            if gid is None:
-                cell.metadata.pop("nbgrader", None)
-            elif gid not in reference or gid in seen:
-                why = "a second cell with" if gid in seen else "a cell with an unknown"
-                if cell.metadata["nbgrader"].get("grade") or gid in seen:
-                    self._flag(resources, "metadata",
-                               f"{why} grade id {gid!r} was not graded")
-                cell.metadata.pop("nbgrader")
-            else:
-                seen.add(gid)
-                ref = reference[gid]
-                if cell.metadata["nbgrader"] != ref.metadata["nbgrader"]:
-                    self._flag(resources, "metadata",
-                               f"the nbgrader metadata of {gid!r} was changed; restored")
-                cell.metadata["nbgrader"] = copy.deepcopy(ref.metadata["nbgrader"])
-                if cell.cell_type != ref.cell_type:
-                    self._flag(resources, "metadata", f"cell {gid!r} changed type; restored")
-                    cell = _like(ref, cell.source)
-                elif is_test_cell(ref) and not _same_visible(cell, ref):
-                    self._flag(resources, "restored", f"test cell {gid!r} was edited; restored")
-            cells.append(cell)
-        # re-insert deleted instructor cells after the cell that precedes them in the release
-        order = [_grade_id(c) for c in released.cells]
-        for i, gid in enumerate(order):
-            if gid is None or gid in seen:
-                continue
-            kind = "test cell" if is_test_cell(reference[gid]) else "cell"
-            self._flag(resources, "restored", f"{kind} {gid!r} was deleted; restored")
-            before = next((g for g in reversed(order[:i]) if g in seen), None)
-            at = next((j + 1 for j, c in enumerate(cells) if before and _grade_id(c) == before),
-                      0)
-            cells.insert(at, copy.deepcopy(reference[gid]))
-            seen.add(gid)
-        nb.cells = cells
-        return nb, resources
-
-
-def _like(ref, source):
-    cell = copy.deepcopy(ref)
-    cell.source = source
-    return cell
-
-
-def _same_visible(cell, ref) -> bool:
-    """The visible part of a released test cell (before any hidden-test marker) is unchanged."""
-    return cell.source.strip() == ref.source.strip()
 
 
 def plan(course_root: Path, assignment: str, student: str, limits: Limits | None = None) -> Plan:

@@ -160,9 +160,6 @@ def autograde(course: Course, assignment: str, submissions: Path | None,
 def _autograde(course, assignment, submissions, limits, workers, scheduler, force,
                unconfined) -> list[Result]:
     from grader.pipeline.pools import make_pool, preload_for, sandbox_preload_for
-    from grader.startup import notebook_schema
-
-    notebook_schema.install()  # stage 1 and record check every notebook against the schema
     found, taken = _found(course, assignment, submissions)
     if not _is_released(course, assignment):
         _say(f"{assignment} was not released yet: releasing it first")

@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.files import folder_hash
 from grader.judge.run import Plan
 from grader.metadata import declared
 
@@ -31,12 +30,6 @@ class Task:
     notebooks: dict[str, str]  # notebook name -> sanitized notebook JSON (stage 1)
     plan: Plan  # the scratch files, the declared answers, the limits
     unconfined: bool = False  # grade even without the sandbox (the instructor's explicit choice)
-
-
-def fingerprint(folder: Path) -> str:
-    """A hash of a submission folder (grader.files.folder_hash, its timestamp included: a
-    submission made later may be late): unchanged submissions are not graded again."""
-    return folder_hash(folder)
 
 
 def execute(task: Task) -> dict:

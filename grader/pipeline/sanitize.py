@@ -9,7 +9,8 @@ import nbformat
 
 from grader.course import COURSE_ID, Course
 from grader.nbgrader.config import nbgrader_config
-from grader.nbgrader.execute import FLAGS, SANITIZED_FROM, digest
+from grader.nbgrader.execute import SANITIZED_FROM, digest
+from grader.nbgrader.preprocessors import FLAGS
 from grader.notebooks import handover
 from grader.record import unique
 

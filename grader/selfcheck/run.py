@@ -39,7 +39,6 @@ from grader.selfcheck.cells import (
     written_answer_missing,
 )
 from grader.shown import shown
-from grader.startup import notebook_schema
 from grader.startup.threads import ONE_THREAD
 
 # The reply nbclient is handed in place of the kernel's when a cell reaches the time limit
@@ -131,7 +130,6 @@ def _quiet_logger() -> logging.Logger:
 
 def run_visible_tests(path: Path, timeout: int = CELL_TIMEOUT) -> CheckRun:
     setup_process()
-    notebook_schema.install()  # (reading validates the notebook: the stored validator)
     path = Path(path).resolve()
     nb = read_notebook(path)
     for cell in nb.cells:  # only what runs now counts

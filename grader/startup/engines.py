@@ -8,8 +8,7 @@ closing, `dispose()`, which closes the connections, so the next opening connects
 until they exist and checked once, and its connections stay in its pool until the run ends; each
 gradebook still closes its own session. Its course row is checked (found, or made) once per course:
 nbgrader checks it at every opening, a query and a commit that are nearly all of an opening's cost,
-some eight openings a recorded notebook. The first opening of a gradebook in a run also adds the
-indexes nbgrader's score sums need (grader.startup.gradebook_indexes).
+some eight openings a recorded notebook.
 """
 
 from __future__ import annotations
@@ -36,8 +35,6 @@ def shared_engines():
     import nbgrader.api
     from sqlalchemy import MetaData
 
-    from grader.startup import gradebook_indexes
-
     create, metadata = nbgrader.api.create_engine, nbgrader.api.Base.metadata
     inspect, check_course = nbgrader.api.inspect, nbgrader.api.Gradebook.check_course
     engines, checked, courses = {}, set(), set()
@@ -53,7 +50,6 @@ def shared_engines():
     def create_all(bind, **kwargs):
         if bind not in checked:
             MetaData.create_all(metadata, bind=bind, **kwargs)
-            gradebook_indexes.ensure(bind)  # the score sums' lookups (nbgrader has none)
             checked.add(bind)
 
     def inspect_tables(engine):

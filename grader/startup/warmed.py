@@ -16,13 +16,11 @@ import atexit
 import nbformat
 from nbformat.v4 import new_notebook
 
-from grader.startup import notebook_schema
 from grader.startup.collector import resume
 from grader.startup.exits import exit_now
 from grader.startup.warm_up import warm_up
 
 warm_up()
-notebook_schema.install()  # the notebook schema's validator, as `make bytecode` stored it
 nbformat.validate(new_notebook())  # or compiled here, once for every pool process
 resume()
 atexit.register(exit_now)

@@ -115,7 +115,8 @@ def test_alembics_python_api_gives_the_head_nbgrader_asks_its_command_for():
 
     from grader.nbgrader.api import alembic_heads
 
-    done = subprocess.run([sys.executable, "-c", "from grader.course import setup_process; "
+    done = subprocess.run([sys.executable, "-c",
+                           "from grader.nbgrader.config import setup_process; "
                            "setup_process(); import nbgrader.api; "
                            "print(nbgrader.api.get_alembic_version())"],
                           capture_output=True, text=True, check=True)

@@ -568,8 +568,8 @@ def test_pool_processes_take_the_commands_confinement_instead_of_probing_again()
 
 
 def test_pool_processes_inherit_the_notebook_schemas_validator():
-    # Each pool process reads the submissions' notebooks; compiling the schema's validator on
-    # the first read cost each of them 35 ms.
+    # Each pool process reads the submissions' notebooks; the fork server compiled nbformat's
+    # validator once (grader/startup/warmed.py), so none compiles its own on its first read.
     seen = _ask_each_pool_process(_validators)
     assert all((4, 5) in versions for versions in seen), seen
 
