@@ -99,7 +99,6 @@ def nbgrader_config(course: Course, limits: Limits | None = None) -> Config:
         DeduplicateIds,
         OverwriteKernelspec,
         OverwriteCellsOnce,
-        RestoreCells,
         CheckCellMetadata,
     ]
     c.Autograde.autograde_preprocessors = [
