@@ -100,7 +100,7 @@ class Intake:
     timestamp: str = ""
 
     @property
-    def flags(self) -> list[dict]:
+    def flags(self) -> list[Flag]:
         return [flag("intake", f"{rel} {why}: not graded")
                 for rel, why in self.left_out.items()]
 

@@ -53,9 +53,9 @@ def flag(kind: Kind | str, detail: str) -> Flag:
     return {"kind": Kind(kind).value, "detail": detail}
 
 
-def unique(flags) -> list[dict]:
+def unique(flags: list[Flag]) -> list[Flag]:
     """Flags in order, each once."""
-    out: list[dict] = []
+    out: list[Flag] = []
     for f in flags:
         if f not in out:
             out.append(f)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from grader.cells import is_test_cell
 from grader.judge.scan import scan
-from grader.record import flag, unique
+from grader.record import Flag, flag, unique
 from grader.sandbox.session import Limits, confinement
 
 
@@ -23,11 +23,11 @@ class Plan:
     files: dict[str, bytes]  # the scratch folder: the student's files, the released ones over
     answers: dict[str, list[str]]  # notebook -> the names its solution cells define
     limits: dict[str, Limits]  # notebook -> its limits
-    flags: list[dict] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
     preload: list[str] = field(default_factory=list)  # for the sandbox (sandbox_preload_for)
 
 
-def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[dict]:
+def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[Flag]:
     """Execute a sanitized notebook in place (student's cells in the sandbox, tests here);
     returns its flags."""
     from grader.judge.memo import across_notebooks

@@ -22,7 +22,7 @@ from grader.judge import answers
 from grader.judge.run import Plan, run_notebook
 from grader.metadata import limits_in, modules_in
 from grader.nbgrader.preprocessors import _CourseStep
-from grader.record import flag
+from grader.record import Flag, flag
 from grader.sandbox.session import Limits
 
 # Names a student's files may not take: they would shadow the packages the notebook imports.
@@ -34,7 +34,7 @@ def plan(course_root: Path, assignment: str, student: str, limits: Limits | None
     each notebook's answers, limits (`limits`, with what the assignment's metadata sets over
     them) and what the students' processes import."""
     root = Path(course_root)
-    flags: list[dict] = []
+    flags: list[Flag] = []
     files = scratch_files(root / "submitted" / student / assignment,
                           root / "release" / assignment, flags)
     answers_, per_notebook, preload = {}, {}, []
@@ -127,7 +127,7 @@ def _take_presanitized(path: Path, submitted: Path, notebook: str):
     return executed
 
 
-def scratch_files(submitted: Path, release: Path, flags: list[dict]) -> dict[str, bytes]:
+def scratch_files(submitted: Path, release: Path, flags: list[Flag]) -> dict[str, bytes]:
     """The student's own files, then the released files over them; never a notebook with
     hidden tests in it, never a link. Appends to `flags` what it changed."""
     files: dict[str, bytes] = {}

@@ -34,7 +34,7 @@ from grader.pipeline.scheduler import (
     Stuck,
 )
 from grader.record import Flag, flag, load_status, save_status, unique
-from grader.sandbox.session import Limits
+from grader.sandbox.session import Limits, confinement
 from grader.shown import shown
 
 log = logging.getLogger(__name__)  # the progress lines (grader.cli shows them; -q hides them)
@@ -147,7 +147,6 @@ def autograde(course: Course, assignment: str, submissions: Path | None,
     limits: the limits of every notebook (default: Limits()); an assignment's own metadata
     overrides them (grader.metadata). Progress lines go to this module's logger, at INFO.
     """
-    from grader.sandbox.session import confinement
     from grader.startup.engines import shared_engines
 
     confinement(unconfined)  # no sandbox and not --unconfined: refuse before grading anyone
@@ -160,6 +159,7 @@ def autograde(course: Course, assignment: str, submissions: Path | None,
 def _autograde(course, assignment, submissions, limits, workers, scheduler, force,
                unconfined) -> list[Result]:
     from grader.pipeline.pools import make_pool, preload_for, sandbox_preload_for
+
     found, taken = _found(course, assignment, submissions)
     if not _is_released(course, assignment):
         _say(f"{assignment} was not released yet: releasing it first")
@@ -174,7 +174,7 @@ def _autograde(course, assignment, submissions, limits, workers, scheduler, forc
     preload = preload_for(course.source / assignment)
     sandbox = tuple(sandbox_preload_for(course.source / assignment))
     pool = make_pool(workers, scheduler, unconfined, preload, sandbox) if todo else None
-    flags: dict[str, list[dict]] = {}  # each student's flags from the stages so far
+    flags: dict[str, list[Flag]] = {}  # each student's flags from the stages so far
     try:
         tasks = _prepare_all(course, assignment, todo, limits, unconfined, taken, results, flags)
     except BaseException:
@@ -192,8 +192,6 @@ def _autograde(course, assignment, submissions, limits, workers, scheduler, forc
                            max_attempts=MAX_ATTEMPTS)
         results.update(_execute_and_record(course, api, assignment, runner, tasks, pool, flags))
     ordered = [results[s] for s in found]
-    from grader.sandbox.session import confinement
-
     save_status(course.root, assignment, ordered, hashes,
                 run={"conditions": confinement(unconfined).conditions()})
     return ordered

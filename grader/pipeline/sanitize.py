@@ -12,10 +12,10 @@ from grader.nbgrader.config import nbgrader_config
 from grader.nbgrader.execute import SANITIZED_FROM, digest
 from grader.nbgrader.preprocessors import FLAGS
 from grader.notebooks import handover
-from grader.record import unique
+from grader.record import Flag, unique
 
 
-def sanitize(course: Course, assignment: str, student: str) -> tuple[dict[str, str], list[dict]]:
+def sanitize(course: Course, assignment: str, student: str) -> tuple[dict[str, str], list[Flag]]:
     """({notebook: sanitized notebook JSON}, flags) for one student's intake copy."""
     config = nbgrader_config(course)
     steps = [step(config=config) for step in config.Autograde.sanitize_preprocessors]
