@@ -358,3 +358,28 @@ def test_a_stopped_cell_is_worded_as_the_option_that_set_its_limit(tmp_path):
     help_text = " ".join(grader("autograde", "--help", cwd=tmp_path).stdout.split())
     assert "seconds of CPU time allowed per cell" in help_text
     assert "stopped at 3 times that in wall-clock time" in help_text
+
+
+@pytest.mark.slow
+def test_quiet_and_verbose_say_less_and_more(tmp_path):
+    # Progress lines are the pipeline's log (INFO), shown by default; --quiet leaves the
+    # command's own result; -v adds every module's diagnostics (the intake's "left out").
+    course = tmp_path / "course"
+    assert grader("release", "soft_select", "--course", str(course), cwd=tmp_path).returncode == 0
+    write_class(tmp_path, course, "alice")
+    (tmp_path / "subs" / "alice" / "soft_select" / "passwd").symlink_to("/etc/passwd")
+    run = ["autograde", "soft_select", "--course", str(course), "--force",
+           "--submissions", str(tmp_path / "subs")]
+    default, quiet, verbose = (grader(*talk, *run, cwd=tmp_path)
+                               for talk in ((), ("-q",), ("--verbose",)))
+    for done in (default, quiet, verbose):
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Summary: 1 graded" in done.stdout  # the command's result, always
+    progress = "[1/1 100%] alice        15 / 15 autograded"
+    assert progress in default.stdout and progress in verbose.stdout
+    assert "executing 1 submission(s)" in default.stdout
+    assert "[1/1" not in quiet.stdout and "executing" not in quiet.stdout
+    left_out = "alice: left out passwd (is a symbolic link to /etc/passwd)"
+    assert left_out in verbose.stdout, verbose.stdout
+    assert left_out not in default.stdout + default.stderr
+    assert default.stderr.strip() == quiet.stderr.strip() == ""
