@@ -470,6 +470,23 @@ def _command(sub, name: str, text: str, course: bool = True, **kwargs) -> argpar
     return s
 
 
+class _Stream(logging.StreamHandler):
+    """A handler writing to sys.stdout or sys.stderr as they are when it writes (a caller may
+    replace them, as the tests do, after the command configured its logging)."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name_of_stream = name
+
+    @property
+    def stream(self):
+        return getattr(sys, self.name_of_stream)
+
+    @stream.setter
+    def stream(self, value):  # (StreamHandler.__init__ sets one; the property decides)
+        pass
+
+
 class _Below(logging.Filter):
     """Records under a level (the progress lines, on stdout; the rest go to stderr)."""
 
@@ -489,7 +506,7 @@ def configure_logging(talk: str | None) -> None:
     root = logging.getLogger("grader")
     for handler in [h for h in root.handlers if getattr(h, "grader_cli", False)]:
         root.removeHandler(handler)
-    out, err = logging.StreamHandler(sys.stdout), logging.StreamHandler(sys.stderr)
+    out, err = _Stream("stdout"), _Stream("stderr")
     out.addFilter(_Below(logging.WARNING))
     err.setLevel(logging.WARNING)
     for handler in (out, err):

@@ -44,6 +44,9 @@ from grader.startup.threads import ONE_THREAD
 # The reply nbclient is handed in place of the kernel's when a cell reaches the time limit
 # (NotebookClient.error_on_timeout): its name tells the hook below that the cell was stopped.
 _TIMED_OUT = "CheckCellTimeout"
+# Seconds a new kernel may take to answer: nbclient's 60 s was not always enough on a busy
+# machine (a class checking at once on a hub, CI's two cores with a looping notebook beside).
+KERNEL_START = 180
 # nbclient's messages (a timeout is reported by the check itself)
 _LOG = "grader.selfcheck.run.kernel"
 
@@ -139,7 +142,8 @@ def run_visible_tests(path: Path, timeout: int = CELL_TIMEOUT) -> CheckRun:
     recorder = _Recorder()
     client = NotebookClient(
         nb, timeout=timeout, allow_errors=True, kernel_name="python3",
-        extra_arguments=KERNEL_ARGS, interrupt_on_timeout=True, shutdown_kernel="immediate",
+        startup_timeout=KERNEL_START, extra_arguments=KERNEL_ARGS, interrupt_on_timeout=True,
+        shutdown_kernel="immediate",
         error_on_timeout={"ename": _TIMED_OUT, "evalue": "", "traceback": []},
         on_cell_execute=recorder.execute, on_cell_executed=recorder.executed,
         log=_quiet_logger(), resources={"metadata": {"path": str(path.parent)}})
