@@ -487,15 +487,14 @@ PASSES = 3  # gradings of the class behind each stage cost (each submission's le
 
 def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
     """CPU seconds per notebook of each stage of grader.pipeline.autograde, driven here one
-    submission
-    after another, in this process (the judge too); the student's side is the CPU of the
-    sandbox's server and of every process it forked (it reaps them). Also, for each
-    submission, the same turn without cells (BARE), three times. The class is graded `passes`
-    times, each time into a course of its own (a gradebook that has not seen the student, as
-    in a run); each submission's stage counts with its least, and the figure is the class's
-    mean (the class's stories cost different amounts: a median would pick one story). And how
-    many requests the judge sends a notebook's process (CALLS, OTHERS: counts), with their
-    prices in a tight loop (crossing_prices)."""
+    submission after another, in this process (the judge too); the student's side is the CPU of the
+    sandbox's server and of every process it forked (it reaps them). Also, for each submission, the
+    same turn without cells (BARE), three times. The class is graded `passes` times, each time into
+    a course of its own (a gradebook that has not seen the student, as in a run); each submission's
+    stage counts with its least, and the figure is the class's mean (the class's stories cost
+    different amounts: a median would pick one story). And how many requests the judge sends a
+    notebook's process (CALLS, OTHERS: counts), with their prices in a tight loop
+    (crossing_prices)."""
     from grader.nbgrader.api import api_for
     from grader.pipeline.autograde import prepare, record
     from grader.pipeline.pools import execute

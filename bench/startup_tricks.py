@@ -403,7 +403,7 @@ def grading_runs(students: int, repeats: int, wanted: set[str], base_students: i
             for r in range(repeats):
                 for off in rotated(variants, r):
                     course = course_copy()
-                    with recording_without(off, course):
+                    with recording_without(off):
                         api = api_for(course, recording=True)
                         spent = 0.0
                         for i, sid in enumerate(ids[:students + 1]):  # the first: first uses
@@ -420,7 +420,7 @@ def grading_runs(students: int, repeats: int, wanted: set[str], base_students: i
 
 
 @contextlib.contextmanager
-def recording_without(off: str | None, course):
+def recording_without(off: str | None):
     """Stages 1 and 3 as a grading run has them (grader.pipeline.autograde: the whole run in
     shared_engines), without the trick `off` and with every other one."""
     from nbgrader import preprocessors as stock

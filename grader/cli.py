@@ -478,13 +478,9 @@ class _Stream(logging.StreamHandler):
         super().__init__()
         self.name_of_stream = name
 
-    @property
-    def stream(self):
-        return getattr(sys, self.name_of_stream)
-
-    @stream.setter
-    def stream(self, value):  # (StreamHandler.__init__ sets one; the property decides)
-        pass
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = getattr(sys, self.name_of_stream)
+        super().emit(record)
 
 
 class _Below(logging.Filter):

@@ -26,7 +26,7 @@ def tree(folder: Path) -> Iterator[tuple[Path, list[Path], list[Path]]]:
         here = Path(dirpath)
         dirnames[:] = sorted(d for d in dirnames if _is(here / d, stat.S_ISDIR))
         yield here, [here / d for d in dirnames], \
-            [here / f for f in sorted(filenames) if _is(here / f, stat.S_ISREG)]
+            [here / f for f in sorted(filenames) if is_regular(here / f)]
 
 
 def regular_files(folder: Path) -> list[Path]:
@@ -62,6 +62,11 @@ def write_atomic(target: Path, data: bytes | str, mode: int = 0o644) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def is_regular(path: Path) -> bool:
+    """Whether `path` is a regular file itself (a link to one is not)."""
+    return _is(path, stat.S_ISREG)
 
 
 def _is(path: Path, kind) -> bool:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.course import Course
-from grader.files import folder_hash
+from grader.files import folder_hash, is_regular
 from grader.notebooks import unreadable_notebooks
 from grader.record import Flag, flag
 from grader.shown import shown
@@ -403,16 +403,9 @@ def _timestamp(target: Path, staging: Path, now: datetime | None) -> str:
     """The intake time in nbgrader's format; the earlier intake's time when the content is the
     same as then (grading again must not make a submission late)."""
     old = target / TIMESTAMP
-    if _regular(old) and folder_hash(target, {TIMESTAMP}) == folder_hash(staging, {TIMESTAMP}):
+    if is_regular(old) and folder_hash(target, {TIMESTAMP}) == folder_hash(staging, {TIMESTAMP}):
         return old.read_text()
     return (now or datetime.now(UTC)).strftime(TIMESTAMP_FORMAT)
-
-
-def _regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return False
 
 
 def _swap_in(staging: Path, target: Path) -> None:

@@ -33,11 +33,10 @@ class NbGraderError(RuntimeError):
 
 def api_for(course: Course, limits: Limits | None = None, unconfined: bool = False,
             recording: bool = False) -> NbGraderAPI:
-    """limits: the limits of every notebook (default Limits());
-    unconfined: the instructor's explicit choice to grade without the sandbox;
-    recording: autograde only records notebooks grader.pipeline.autograde sanitized and executed
-    (its
-    stage 3): nbgrader's sanitizing pass, done in stage 1 already, is left out (RecordExecuted)."""
+    """limits: the limits of every notebook (default Limits()); unconfined: the instructor's
+    explicit choice to grade without the sandbox; recording: autograde only records notebooks
+    grader.pipeline.autograde sanitized and executed (its stage 3): nbgrader's sanitizing pass, done
+    in stage 1 already, is left out (RecordExecuted)."""
     setup_process()
     remember_alembic_head()
     course.prepare()

@@ -86,8 +86,7 @@ class LoadExecuted(_CourseStep):
     """nbgrader's execute step, ours: take the outputs of the notebook executed in stage 2
     (`executed_path`), refusing one whose cells differ from what nbgrader sanitized; with
     `presanitized` (grader.pipeline.autograde's recording), the executed notebook whole, refusing
-    one not
-    made from the submitted file as it is now. With none there (the formgrader's Autograde
+    one not made from the submitted file as it is now. With none there (the formgrader's Autograde
     button), execute it here, the same confined way."""
 
     unconfined = Bool(False, help="grade even where the sandbox cannot be built (every "

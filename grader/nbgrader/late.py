@@ -211,9 +211,8 @@ def lateness(seconds_late: float, policy: LatePolicy | None) -> str:
 
 
 class LateRule(NbGraderPreprocessor):
-    """For the feedback page: how late the submission was and the rule that took its points,
-    in resources["nbgrader"]["late"] (grader/outputs/templates/grader_feedback.html.j2 shows it
-    beside
+    """For the feedback page: how late the submission was and the rule that took its points, in
+    resources["nbgrader"]["late"] (grader/outputs/templates/grader_feedback.html.j2 shows it beside
     nbgrader's penalty line). Nothing for a submission on time."""
 
     course_root = Unicode("", help="The course directory, where late_penalties.json is"

@@ -112,15 +112,14 @@ def _deliver(pages: list[tuple[Path, bytes]], to: Path, student: str) -> list[Pa
 
 def publish_feedback(course: Course, assignment: str) \
         -> tuple[dict[str, str | None], dict[str, list[str]]]:
-    """Put the generated pages in the exchange (nbgrader's release_feedback), one student at a
-    time so that one odd submission (its secret file deleted, say) never stops the others:
-    ({student: None, or why theirs was not published}, {student: the cells ("NOTEBOOK:
-    grade_id") whose hand-graded points are not given yet}). Each student's server fetches only
-    the pages of their own submissions (named by a hash of the secret their submission
-    carried). A page published before its written answers are graded says "not graded yet"
-    for them (grader.nbgrader.preprocessors.FeedbackGrades); the second dict is what the instructor
-    is
-    warned of."""
+    """Put the generated pages in the exchange (nbgrader's release_feedback), one student at a time
+    so that one odd submission (its secret file deleted, say) never stops the others: ({student:
+    None, or why theirs was not published}, {student: the cells ("NOTEBOOK: grade_id") whose
+    hand-graded points are not given yet}). Each student's server fetches only the pages of their
+    own submissions (named by a hash of the secret their submission carried). A page published
+    before its written answers are graded says "not graded yet" for them
+    (grader.nbgrader.preprocessors.FeedbackGrades); the second dict is what the instructor is warned
+    of."""
     api = api_for(course)
     published: dict[str, str | None] = {}
     for student in _autograded_students(course, assignment):

@@ -1,9 +1,8 @@
 """An instructor's report for one assignment: how the class did, and where it struggled.
 
 One self-contained HTML page (grader/outputs/templates/report.html.j2) with the distribution of
-autograded
-scores, each test's failure rate (which idea the class found hard), the likely causes the checks
-named most often, every submission that could not be graded, the late submissions with the
+autograded scores, each test's failure rate (which idea the class found hard), the likely causes the
+checks named most often, every submission that could not be graded, the late submissions with the
 points the instructor's rule took (grader/nbgrader/late.py), and links to the students' feedback
 pages.
 """
@@ -153,9 +152,8 @@ _ENVIRONMENT.filters["number"] = lambda x: f"{x:g}"
 
 
 def report(course: Course, assignment: str, to: Path, feedback_dir: Path | None = None) -> Path:
-    """Write the class report to `to`: a static page (grader/outputs/templates/report.html.j2)
-    under a
-    Content-Security-Policy that runs nothing; every name, reason and flag is escaped."""
+    """Write the class report to `to`: a static page (grader/outputs/templates/report.html.j2) under
+    a Content-Security-Policy that runs nothing; every name, reason and flag is escaped."""
     setup_process()
     scores, auto_max, tests, causes, errors, flags = collect(course, assignment)
     if not scores and not errors:

@@ -325,15 +325,15 @@ def prepare(course: Course, assignment: str, student: str, folder: Path, limits:
     from grader.nbgrader.execute import plan
     from grader.pipeline.sanitize import sanitize
 
-    flags: list[Flag] = [] if collected is None else collected.get("flags", [])
+    taken = [] if collected is None else collected.get("flags", [])  # collect's flags
     try:
         if collected is None:
             flags = intake.admit(course, assignment, student, Path(folder))
         else:
-            flags = flags + intake.check_notebooks(course, assignment, folder, folder,
+            flags = taken + intake.check_notebooks(course, assignment, folder, folder,
                                                    collected.get("left_out", {}))
     except IntakeError as e:
-        raise NotGradable(str(e), e.flags or flags) from None
+        raise NotGradable(str(e), e.flags or taken) from None
     try:
         notebooks, more = sanitize(course, assignment, student)
         work = plan(course.root, assignment, student, limits)
