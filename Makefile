@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml setup.py requirements/lock.txt
 ## Python's bytecode for the repository's own packages, as pip writes it for the packages it
 ## installs (an editable install does not, and with PYTHONDONTWRITEBYTECODE set Python never
 ## would): otherwise every grading process (the command, the judges' fork server, each sandbox)
-## compiles the grader from source when it starts (docs/performance-log.md). Stale files are
+## compiles the grader from source when it starts (docs/performance.md). Stale files are
 ## recompiled here; Python checks each against its source anyway.
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q grader solutions
@@ -79,12 +79,15 @@ hub: $(STAMP) sandbox-tools hub-tools
 hub-remove: $(STAMP)
 	$(BIN)/python -m grader hub --remove
 
-## Lint, then every test (CI runs this through .ci/run). Each lecture executes once a run, and
-## the demo's sample classes are graded once (shared); the summary at the end counts both.
+## Lint, then every test (CI runs this through .ci/run), on TEST_WORKERS pytest-xdist workers
+## (tests/conftest.py groups what shares a server or a build, longest first). Each lecture executes
+## once a run, and the demo's sample classes are graded once, whichever worker asks first; the
+## summary at the end counts both.
+TEST_WORKERS ?= 2
 test: $(STAMP) sandbox-tools hub-tools lecture-data bytecode
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo --no-cache
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 ## The inner loop (under 2 minutes): lint, then the tests that start no kernel, notebook server
 ## or browser (`slow` and `browser` are left out). `make test` stays the full suite.

@@ -213,19 +213,20 @@ def _restore_locked(nb, source) -> None:
 def sandbox_costs(k: int = 20) -> None:
     """What the isolation costs: starting the sandbox (once per grading process) and one
     student's turn in it (fork, cgroup, files, sweep), against the same without the sandbox."""
-    from grader.sandbox import session
+    from grader.sandbox import cgroup, launcher, session
+    from grader.sandbox.confinement import Confinement
+    from grader.submission import Limits
 
     for unconfined in (False, True):
-        confined = session.Confinement(sandboxed=not unconfined,
-                                       cgroups=session.cgroup.available() is None)
+        confined = Confinement(sandboxed=not unconfined, cgroups=cgroup.available() is None)
         start = time.perf_counter()
-        z = session.Zygote(confined, preload=students_need())
+        z = launcher.Zygote(confined, preload=students_need())
         up = time.perf_counter() - start
-        session._zygotes[(confined, __import__("threading").get_ident())] = z
+        launcher._zygotes[(confined, __import__("threading").get_ident())] = z
         turns = []
         for _ in range(k):
             t = time.perf_counter()
-            s = session.Session({"helper.txt": b"x" * 1000}, session.Limits(), True, confined)
+            s = session.Session({"helper.txt": b"x" * 1000}, Limits(), True, confined)
             s.start()
             s.request({"op": "ping"})
             s.close()
@@ -319,17 +320,18 @@ def startup_parts(workers: int) -> tuple[list[tuple[str, float]], list[str]]:
     """Where the start-up goes, each part measured on its own (CPU seconds), and the floor of
     this design: lines saying what no change to the grader's own code can remove."""
     from grader.pipeline.pools import preload_for
-    from grader.sandbox import session
+    from grader.sandbox.confinement import confinement
+    from grader.sandbox.launcher import Zygote
 
     command = process_cpu("import grader.cli, grader.pipeline.autograde, grader.pipeline.sanitize, "
                           "nbgrader.apps")
     server = process_cpu("; ".join(f"import {m}" for m in
                                    preload_for(REPO / "assignments" / ASSIGNMENT)))
     torch_alone = process_cpu("import torch")
-    confined = session.confinement()
+    confined = confinement()
     zygotes = []
     for _ in range(3):
-        z = session.Zygote(confined, preload=students_need())
+        z = Zygote(confined, preload=students_need())
         zygotes.append(z)
         z.stop()
     best = min(zygotes, key=lambda z: z.start_cpu)
@@ -496,16 +498,19 @@ def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
     notebook's process (CALLS, OTHERS: counts), with their prices in a tight loop
     (crossing_prices)."""
     from grader.nbgrader.api import api_for
-    from grader.pipeline.autograde import prepare, record
+    from grader.nbgrader.patches import shared_engines
+    from grader.pipeline.autograde import prepare
+    from grader.pipeline.grades import record
     from grader.pipeline.pools import execute
-    from grader.sandbox import session
-    from grader.startup.engines import shared_engines
+    from grader.sandbox.confinement import confinement
+    from grader.sandbox.launcher import zygote as zygote_of
+    from grader.sandbox.proc import cpu_seconds
 
     with tempfile.TemporaryDirectory() as tmp, shared_engines():
         tmp = Path(tmp)
         first, *students = make_class(Course(tmp / "course"), ASSIGNMENT, n + 1,
                                       tmp / "submissions")
-        zygote = session.zygote(session.confinement(), preload=students_need())
+        zygote = zygote_of(confinement(), preload=students_need())
 
         sent = collections.Counter()
 
@@ -514,24 +519,24 @@ def stage_costs(n: int, passes: int = PASSES) -> dict[str, float]:
             task, flags = prepare(course, ASSIGNMENT, s.id,
                                   tmp / "submissions" / s.id / ASSIGNMENT, None, False)
             t1 = time.process_time()
-            student0 = session.cpu_seconds(zygote.host_pid, reaped=True)
+            student0 = cpu_seconds(zygote.host_pid, reaped=True)
             sent.clear()
             with counting(sent):
                 outcome = execute(task)
             t2 = time.process_time()
             calls, others = sent["call"], sum(sent.values()) - sent["call"]
-            student1 = session.cpu_seconds(zygote.host_pid, reaped=True)
+            student1 = cpu_seconds(zygote.host_pid, reaped=True)
             result = record(course, api, ASSIGNMENT, s.id, outcome, flags)
             t3 = time.process_time()
             if result.error:
                 raise SystemExit(f"{s.id} was not graded: {result.error}")
             bare = without_cells(task)
-            b0, c0 = time.process_time(), session.cpu_seconds(zygote.host_pid, reaped=True)
+            b0, c0 = time.process_time(), cpu_seconds(zygote.host_pid, reaped=True)
             for _ in range(3):
                 execute(bare)
             return [t1 - t0, t2 - t1, t3 - t2, student1 - student0,
                     (time.process_time() - b0
-                     + session.cpu_seconds(zygote.host_pid, reaped=True) - c0) / 3,
+                     + cpu_seconds(zygote.host_pid, reaped=True) - c0) / 3,
                     calls, others]
 
         runs = []

@@ -83,11 +83,14 @@ def crossings(calls: int, repeats: int,
     """{kind of crossing: [(judge CPU, student CPU) per crossing, one per pass]} (every kind, or
     those named in `only`), and the size of a call's message."""
     from grader.judge.remote import Link
-    from grader.sandbox import codec, forbidden, session
+    from grader.sandbox import codec, forbidden, proc, session
+    from grader.sandbox.confinement import confinement
+    from grader.sandbox.launcher import zygote
+    from grader.submission import Limits
 
-    confined = session.confinement()
-    z = session.zygote(confined)
-    s = session.Session({}, session.Limits(), True, confined)
+    confined = confinement()
+    z = zygote(confined)
+    s = session.Session({}, Limits(), True, confined)
     s.start()
     link = Link(s)
     s.request({"op": "run", "source": SOURCE})
@@ -121,11 +124,11 @@ def crossings(calls: int, repeats: int,
             for name, fn in kinds.items():
                 for _ in range(calls // 10):  # settle
                     fn()
-                judge, student = time.process_time(), session.cpu_seconds(s.host_pid)
+                judge, student = time.process_time(), proc.cpu_seconds(s.host_pid)
                 for _ in range(calls):
                     fn()
                 runs[name].append(((time.process_time() - judge) / calls,
-                                   (session.cpu_seconds(s.host_pid) - student) / calls))
+                                   (proc.cpu_seconds(s.host_pid) - student) / calls))
     finally:
         s.close()
         z.stop()

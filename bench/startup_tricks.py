@@ -83,12 +83,12 @@ TRICKS = [
           note="ONE_THREAD unset in the fork server and the sandbox server"),
     Trick("exits", (S + "exits.py",), "start-up", ("command", "server", "sandbox"),
           note="each process torn down at its end"),
-    Trick("engines", (S + "engines.py",), "notebook",
+    Trick("engines", ("grader/nbgrader/patches.py",), "notebook",
           note="nbgrader opening its own engine each time"),
     Trick("notebook_rows", (S + "notebook_rows.py",), "notebook",
           note="OverwriteCellsOnce and SaveAutoGradesOnce looking each cell's rows up on "
                "their own (NotebookRows off), the commit still deferred"),
-    Trick("deferred commit", ("grader/nbgrader/preprocessors.py",), "notebook",
+    Trick("deferred commit", ("grader/nbgrader/patches.py",), "notebook",
           note="SaveAutoGradesOnce committing after each cell as nbgrader does, the rows "
                "still read once (expired by each commit)"),
     Trick("compiler", (S + "compiler.py",), "start-up", ("sandbox",),
@@ -121,8 +121,8 @@ RECORD_VARIANTS = (None, "engines", "notebook_rows", "deferred commit")
 
 
 def command_code(off: str | None) -> str:
-    """The grading command's start-up (grader.cli.main, cmd_autograde, the first notebook's
-    checks in stage 1) and its end (grader.cli.run)."""
+    """The grading command's start-up (grader.cli.main, grader.cli.autograde.run, the first
+    notebook's checks in stage 1) and its end (grader.cli.run)."""
     lines = ["import grader.cli"]
     if off != "formats":
         lines.append("from grader.startup import formats; formats.leave_out()")
@@ -246,7 +246,7 @@ def children_cpu() -> float:
 
 def environment(process: str, off: str | None) -> dict[str, str]:
     """The environment a process starts with: this one's, without the variables the tricks
-    set (the sandbox server's own: ONE_THREAD and huge_pages.TUNING, as session.launch sets
+    set (the sandbox server's own: ONE_THREAD and huge_pages.TUNING, as launcher.launch sets
     them, unless switched off)."""
     from grader.startup.huge_pages import TUNING
     from grader.startup.threads import ONE_THREAD
@@ -341,11 +341,14 @@ def grading_runs(students: int, repeats: int, wanted: set[str], base_students: i
 
     from grader.course import Course
     from grader.nbgrader.api import api_for
+    from grader.nbgrader.patches import shared_engines
     from grader.nbgrader.release import release
-    from grader.pipeline.autograde import prepare, record
+    from grader.pipeline.autograde import prepare
+    from grader.pipeline.grades import record
     from grader.pipeline.pools import execute
-    from grader.sandbox import session
-    from grader.startup.engines import shared_engines
+    from grader.sandbox.confinement import confinement
+    from grader.sandbox.launcher import zygote as zygote_of
+    from grader.sandbox.proc import cpu_seconds
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -373,7 +376,7 @@ def grading_runs(students: int, repeats: int, wanted: set[str], base_students: i
                 return task, flags
             return got
 
-        zygote = session.zygote(session.confinement(), preload=students_need())
+        zygote = zygote_of(confinement(), preload=students_need())
         stages, outcome = [], None
         with shared_engines():
             course = course_copy()
@@ -381,9 +384,9 @@ def grading_runs(students: int, repeats: int, wanted: set[str], base_students: i
             for i, sid in enumerate(ids[:base_students + 1]):  # the first pays first uses
                 t0 = time.process_time()
                 task, flags = stage_1(course, sid)
-                t1, s0 = time.process_time(), session.cpu_seconds(zygote.host_pid, reaped=True)
+                t1, s0 = time.process_time(), cpu_seconds(zygote.host_pid, reaped=True)
                 outcome = execute(task)
-                t2, s1 = time.process_time(), session.cpu_seconds(zygote.host_pid, reaped=True)
+                t2, s1 = time.process_time(), cpu_seconds(zygote.host_pid, reaped=True)
                 result = record(course, api, ASSIGNMENT, sid, outcome, flags)
                 t3 = time.process_time()
                 if result.error:
@@ -425,8 +428,7 @@ def recording_without(off: str | None):
     shared_engines), without the trick `off` and with every other one."""
     from nbgrader import preprocessors as stock
 
-    import grader.nbgrader.preprocessors as ours
-    from grader.startup.engines import shared_engines
+    import grader.nbgrader.patches as ours
 
     saved = ours.NotebookRows, ours.SaveAutoGradesOnce
     try:
@@ -434,8 +436,8 @@ def recording_without(off: str | None):
             ours.NotebookRows = object
         elif off == "deferred commit":  # the rows read once, a commit after each cell
             ours.SaveAutoGradesOnce = type("SaveAutoGradesRowsOnce",
-                                           (ours._RowsOnce, stock.SaveAutoGrades), {})
-        with contextlib.nullcontext() if off == "engines" else shared_engines():
+                                           (ours.RowsOnce, stock.SaveAutoGrades), {})
+        with contextlib.nullcontext() if off == "engines" else ours.shared_engines():
             yield
     finally:
         ours.NotebookRows, ours.SaveAutoGradesOnce = saved

@@ -60,6 +60,14 @@ class Course:
     def db_url(self) -> str:
         return self.db or f"sqlite:///{self.root / 'gradebook.db'}"
 
+    def gradebook(self):
+        """nbgrader's Gradebook of this course, to be used as a context manager (it commits,
+        and closes its session, on leaving): `with course.gradebook() as gb: ...`. Opening one
+        creates the database where there is none yet (`has_gradebook` says)."""
+        from nbgrader.api import Gradebook  # (here: importing the course imports no nbgrader)
+
+        return Gradebook(self.db_url, COURSE_ID)
+
     @classmethod
     def at(cls, root: Path) -> Course:
         """The course at `root`, its sources where its `source/` points (`prepare` made it)

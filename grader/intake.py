@@ -28,8 +28,8 @@ from pathlib import Path
 from grader.course import Course
 from grader.files import folder_hash, is_regular
 from grader.notebooks import unreadable_notebooks
-from grader.record import Flag, flag
 from grader.shown import shown
+from grader.submission import Flag, flag
 
 log = logging.getLogger(__name__)
 

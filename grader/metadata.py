@@ -1,5 +1,5 @@
 """An assignment's own settings, as its source notebooks declare them in their metadata under
-`grader`: `limits` (fields of grader.sandbox.session.Limits), `judge_preload` and
+`grader`: `limits` (fields of grader.submission.Limits), `judge_preload` and
 `sandbox_preload` (modules its tests and its students' code import on first use). The one
 reader of that metadata; anything malformed declares nothing."""
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.executed import ExecutedLectures, lectures_wanted
+from tests.support.once import once, run_folder
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
@@ -44,6 +45,18 @@ class RunLog:
     site_lectures: Counter = field(default_factory=Counter)  # by book/build.py (not reused)
     gradings: Counter = field(default_factory=Counter)  # autograde() calls, by assignment
     notebooks: Counter = field(default_factory=Counter)  # submissions executed, by assignment
+    made: list = field(default_factory=list)  # folders below build/ to remove when the run ends
+
+    def add(self, other: dict) -> None:
+        """Count in what a pytest-xdist worker did (its `as_dict()`)."""
+        for name in ("lectures", "site_lectures", "gradings", "notebooks"):
+            getattr(self, name).update(other[name])
+        self.lecture_seconds.update(other["lecture_seconds"])
+        self.made += other["made"]
+
+    def as_dict(self) -> dict:
+        return {name: dict(getattr(self, name)) for name in ("lectures", "lecture_seconds",
+                "site_lectures", "gradings", "notebooks")} | {"made": list(self.made)}
 
     def summary(self) -> list[str]:
         def show(counter):
@@ -85,6 +98,57 @@ def _count_autograde():
 _count_autograde()
 
 
+# How `make test` spreads the suite over its pytest-xdist workers (`--dist loadgroup`): each
+# family below runs whole on one worker (it shares a server or a build that another worker would
+# start again), in this order, the longest first; every other file is a unit of its own, after
+# them, in the order collected. The lectures' execution keeps both cores busy, so the hub's
+# tests, which mostly wait on servers, come next, to run beside it.
+FAMILIES = {
+    "lectures": ("tests/lectures/test_lectures.py", "tests/site/"),
+    "hub": ("tests/hub/",),
+    "catalogue": ("tests/catalogue/",),
+    "browser": ("tests/browser/",),
+    "capstone-experiments": ("tests/solutions/test_written_experiments.py",),
+    "startup": ("tests/grader/startup/",),
+    "check": ("tests/grader/selfcheck/",),
+}
+
+
+def _unit(nodeid: str) -> tuple[int, str]:
+    """(rank, name) of the unit of work a test belongs to."""
+    path = nodeid.split("::", 1)[0]
+    for rank, (name, prefixes) in enumerate(FAMILIES.items()):
+        if path.startswith(prefixes):
+            return rank, name
+    return len(FAMILIES), path
+
+
+def pytest_collection_modifyitems(config, items):
+    units = {item.nodeid: _unit(item.nodeid) for item in items}
+    items.sort(key=lambda item: units[item.nodeid][0])  # stable: collection order within
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(units[item.nodeid][1]))
+
+
+def pytest_sessionfinish(session):
+    """A pytest-xdist worker hands its counts to the controlling process; the process that
+    runs last (the controller, or the only one) removes what the run made below build/."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["run_log"] = RUNS.as_dict()
+        return
+    for folder in RUNS.made:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist: a worker finished; count what it did."""
+    done = getattr(node, "workeroutput", {}).get("run_log")
+    if done:
+        RUNS.add(done)
+
+
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.section("lectures executed and classes graded")
     for line in RUNS.summary():
@@ -107,9 +171,17 @@ def run_log() -> RunLog:
 
 
 @pytest.fixture(scope="session")
-def executed_lectures(request) -> ExecutedLectures:
+def shared(tmp_path_factory):
+    """shared(name, build) -> build()'s value, built once per run by whichever pytest-xdist
+    worker asks first and read back from disk by every other (tests/support/once.py)."""
+    folder = run_folder(tmp_path_factory)
+    return lambda name, build: once(name, build, folder)
+
+
+@pytest.fixture(scope="session")
+def executed_lectures(request, shared) -> ExecutedLectures:
     return ExecutedLectures(EXECUTED_LECTURES, lectures_wanted(request.session.items),
-                            RUNS.lectures, RUNS.lecture_seconds)
+                            RUNS.lectures, RUNS.lecture_seconds, share=shared)
 
 
 @dataclass
@@ -117,7 +189,7 @@ class SampleClasses:
     """The output of one `make demo` run: build/demo/'s layout, in `out`."""
 
     out: Path  # course/, submissions/, feedback/, reports/, grades.csv
-    rows: dict  # {assignment: {student id: grader.pipeline.autograde.Result}}
+    rows: dict  # {assignment: {student id: grader.submission.Result}}
     log: list[str]  # what the demo said (its progress lines included)
 
     @property
@@ -127,16 +199,19 @@ class SampleClasses:
         return Course(self.out / "course")
 
 
-@pytest.fixture(scope="session")
-def sample_classes() -> SampleClasses:
-    """Every assignment's sample class, graded once a session by `make demo`'s own code."""
+def _grade_sample_classes() -> tuple[Path, dict, list[str]]:
     from grader.demo.run import run_demo
 
     parent = REPO / "build" / "tests"
     parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="demo-", dir=parent))  # one per run: runs may overlap
+    RUNS.made.append(str(work))  # removed when the whole run ends (pytest_sessionfinish)
     log: list[str] = []
     rows = run_demo(work / "demo", say=log.append)
-    yield SampleClasses(work / "demo", {a: {s.id: r for s, r in table}
-                                        for a, table in rows.items()}, log)
-    shutil.rmtree(work, ignore_errors=True)
+    return work / "demo", {a: {s.id: r for s, r in table} for a, table in rows.items()}, log
+
+
+@pytest.fixture(scope="session")
+def sample_classes(shared) -> SampleClasses:
+    """Every assignment's sample class, graded once a run by `make demo`'s own code."""
+    return SampleClasses(*shared("sample-classes", _grade_sample_classes))

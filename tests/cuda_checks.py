@@ -47,7 +47,8 @@ def run_tests(out: Path) -> int:
     runs = [[*base, "--confcutdir=tests/solutions", f"--junitxml={out / 'cuda-tests.xml'}",
              "tests/solutions"],
             [*base, "--noconftest", f"--junitxml={out / 'cuda-device-check.xml'}",
-             "tests/grader/test_device_check.py", "tests/catalogue/test_device_check_gpu.py"]]
+             "tests/grader/checks/test_device_check.py",
+             "tests/catalogue/test_device_check_gpu.py"]]
     rc = 0
     for cmd in runs:
         print("$", " ".join(cmd), flush=True)

@@ -11,9 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from nbgrader.api import Gradebook
-
-from grader.course import COURSE_ID, REPO, Course
+from grader.course import REPO, Course
 from grader.demo.sample_class import SAMPLE_CLASSES, Student, write_class
 from grader.nbgrader.release import release
 from grader.outputs.export import export
@@ -43,7 +41,7 @@ def claim(course: Course) -> None:
     holds students of a course the demo did not make: a real class's gradebook."""
     if (course.root / MARK).exists() or not course.has_gradebook:
         return
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         students = [s.id for s in gb.students]
     if students:
         raise ValueError(

@@ -29,15 +29,9 @@ import nbformat
 from grader.cells import is_instructor_cell, is_test_cell
 from grader.judge import answers, fresh
 from grader.judge.remote import Link, Remote
-from grader.record import Flag, flag
-from grader.sandbox.session import (
-    Confinement,
-    Limits,
-    RemoteError,
-    Session,
-    WorkerDied,
-    confinement,
-)
+from grader.sandbox.confinement import Confinement, confinement
+from grader.sandbox.session import RemoteError, Session, WorkerDied
+from grader.submission import Flag, Limits, flag
 
 MAX_RESTARTS = 3
 KEEP_CHARS = 50_000  # printed characters kept per cell in the graded notebook
@@ -51,7 +45,7 @@ class Judge:
     limits: Limits = field(default_factory=Limits)
     landlock: bool = True
     confined: Confinement | None = None
-    flags: list[Flag] = field(default_factory=list)  # grader.record.flag's, each once
+    flags: list[Flag] = field(default_factory=list)  # grader.submission.flag's, each once
     preload: tuple[str, ...] = ()  # what the sandbox's server imports for students
 
     def flag(self, kind: str, detail: str) -> None:

@@ -7,24 +7,10 @@ most of what a small class costs (bench/autograde_class.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from grader.cells import is_test_cell
 from grader.judge.scan import scan
-from grader.record import Flag, flag, unique
-from grader.sandbox.session import Limits, confinement
-
-
-@dataclass
-class Plan:
-    """Everything the execution of one submission needs, as data (it may travel to another
-    host): built from the course in the main process (`plan`), used by `run_notebook`."""
-
-    files: dict[str, bytes]  # the scratch folder: the student's files, the released ones over
-    answers: dict[str, list[str]]  # notebook -> the names its solution cells define
-    limits: dict[str, Limits]  # notebook -> its limits
-    flags: list[Flag] = field(default_factory=list)
-    preload: list[str] = field(default_factory=list)  # for the sandbox (sandbox_preload_for)
+from grader.sandbox.confinement import confinement
+from grader.submission import Flag, Limits, Plan, flag, unique
 
 
 def run_notebook(nb, name: str, plan: Plan, unconfined: bool = False) -> list[Flag]:

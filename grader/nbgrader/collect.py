@@ -9,7 +9,7 @@ submission, and the time that decides lateness, from the student's timestamp.
 `VerifiedCollect` is nbgrader's collect with three changes, plugged in through nbgrader's
 `ExchangeFactory.collect` (so the formgrader's Collect button uses it too):
   - a submission whose folder belongs to another Unix user than the student it names is refused
-    (logged, and listed in the record below), never collected;
+    (logged, and listed in the manifest below), never collected;
   - the submission time is the file system's: the latest change time (ctime) of the folder and
     everything in it. A process cannot set a ctime (only the kernel does, to the current time),
     so a student can make a submission later, never earlier;
@@ -17,8 +17,9 @@ submission, and the time that decides lateness, from the student's timestamp.
   links,
     FIFOs, devices and files of other users are left out and flagged, never followed or opened.
 
-Each run writes collected/ASSIGNMENT.json in the course: per student the exchange folder taken,
-its time and the intake's flags, and the refused folders; `autograde` reads the flags from it.
+Each run writes its manifest, collected/ASSIGNMENT.json in the course: per student the exchange
+folder taken, its time and the intake's flags, and the refused folders; `autograde` grades what
+it lists and reads the flags from it.
 """
 
 from __future__ import annotations
@@ -63,14 +64,14 @@ def exchange_time(folder: Path, limits: intake.SubmissionLimits = intake.LIMITS)
     return datetime.fromtimestamp(latest, UTC)
 
 
-def record_path(course: Course, assignment: str) -> Path:
+def manifest_path(course: Course, assignment: str) -> Path:
     return course.root / "collected" / f"{assignment}.json"
 
 
-def load_record(course: Course, assignment: str) -> dict:
+def load_manifest(course: Course, assignment: str) -> dict:
     """{"students": {student: {"folder", "time", "flags"}}, "refused": [...]}, or empty."""
     try:
-        return json.loads(record_path(course, assignment).read_text())
+        return json.loads(manifest_path(course, assignment).read_text())
     except FileNotFoundError:
         return {"students": {}, "refused": []}
 
@@ -106,7 +107,8 @@ class VerifiedCollect(ExchangeCollect):
         self.src_records = [latest[s] for s in sorted(latest)]
 
     def _verified(self, path: Path) -> dict | None:
-        """The record of one inbound folder, or None (and refused) when it cannot be trusted."""
+        """One inbound folder as nbgrader's `src_records` lists it, or None (and refused) when it
+        cannot be trusted."""
         claimed = path.name.split("+")[0]
         try:
             st = os.lstat(path)
@@ -136,8 +138,8 @@ class VerifiedCollect(ExchangeCollect):
     def copy_files(self):
         course = Course.at(Path(self.coursedir.root))
         assignment = self.coursedir.assignment_id
-        record = load_record(course, assignment)
-        record["refused"] = self.refused
+        manifest = load_manifest(course, assignment)
+        manifest["refused"] = self.refused
         for rec in self.src_records:
             student = rec["username"]
             folder = Path(self.inbound_path) / rec["filename"]
@@ -146,18 +148,18 @@ class VerifiedCollect(ExchangeCollect):
                                        now=rec["timestamp"], owner=rec["uid"])
             except (intake.IntakeError, OSError) as e:  # this student's alone: the others go on
                 self.log.error("%s: %s", student, e)
-                record["students"][student] = {"folder": rec["filename"], "error": str(e)}
+                manifest["students"][student] = {"folder": rec["filename"], "error": str(e)}
                 continue
             # nbgrader's submit always writes a timestamp.txt: left out (the time above is the
             # file system's), but no flag on every student for it
             taken.left_out.pop(intake.TIMESTAMP, None)
             self.log.info("Collected %s from %s (submitted %s)", student, rec["filename"],
                           taken.timestamp)
-            record["students"][student] = {"folder": rec["filename"], "time": taken.timestamp,
+            manifest["students"][student] = {"folder": rec["filename"], "time": taken.timestamp,
                                            "flags": taken.flags, "left_out": taken.left_out}
-        path = record_path(course, assignment)
+        path = manifest_path(course, assignment)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(record, indent=1))
+        write_atomic(path, json.dumps(manifest, indent=1))
 
 
 def _duedate(coursedir) -> datetime | None:
@@ -171,10 +173,10 @@ def _duedate(coursedir) -> datetime | None:
 
 
 def collect(course: Course, assignment: str) -> dict:
-    """Collect `assignment` from the course's exchange; returns the record written."""
+    """Collect `assignment` from the course's exchange; returns the manifest written."""
     from grader.nbgrader.api import api_for, ok
 
     ok(api_for(course).collect(assignment), f"collecting {assignment}")
-    return load_record(course, assignment)
+    return load_manifest(course, assignment)
 
 

@@ -4,12 +4,12 @@ canvas|moodle --roster FILE`.
 The LMS's archive of an assignment's submissions (read by grader.lms.archive, which says what
 is taken in for whom and why the rest is not) becomes what `collect` from nbgrader's exchange
 makes: each student's notebooks in course.submitted/STUDENT/NAME, copied there by the intake
-(grader.intake.take_in, as every submission is), and the record collected/NAME.json that
-`autograde NAME` grades from (grader.nbgrader.collect.load_record).
+(grader.intake.take_in, as every submission is), and the manifest collected/NAME.json
+that `autograde NAME` grades from (grader.nbgrader.collect.load_manifest).
 
 When a student submitted is not the intake's time, and is not invented: the LMS's archive does
 not say it. The copy has no timestamp.txt, so nbgrader computes no lateness and no late
-penalty for it; the record keeps what the LMS does say, Canvas's LATE marker (`late`) and the
+penalty for it; the manifest keeps what the LMS does say, Canvas's LATE marker (`late`) and the
 time Moodle's worksheet wrote (`lms_time`, as Moodle wrote it). An archive taken in replaces
 the students an earlier archive of the assignment took in (a student no longer in it is no
 longer graded); students collected from the exchange stay.
@@ -27,21 +27,21 @@ from grader import intake
 from grader.course import Course
 from grader.files import write_atomic
 from grader.lms import archive, canvas, moodle
-from grader.nbgrader.collect import load_record, record_path
-from grader.record import flag
+from grader.nbgrader.collect import load_manifest, manifest_path
 from grader.shown import shown
+from grader.submission import flag
 
 LMSES = {"canvas": canvas, "moodle": moodle}
 
 
 @dataclass
 class Collected:
-    """What one archive gave: the plan, and the record's entry of each student of it."""
+    """What one archive gave: the plan, and the manifest's entry of each student of it."""
 
     plan: archive.Plan
     students: dict[str, dict] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)  # taken in from an earlier archive
-    record: Path | None = None
+    manifest: Path | None = None  # collected/NAME.json, written
 
     @property
     def complete(self) -> bool:
@@ -66,14 +66,14 @@ def collect_archive(course: Course, assignment: str, source: Path, lms: str,
             for student in sorted(plan.people):
                 done.students[student] = _take_in(course, assignment, zf, plan, student,
                                                   Path(staging), rules)
-    done.record, done.dropped = _write_record(course, assignment, done.students, plan,
+    done.manifest, done.dropped = _write_manifest(course, assignment, done.students, plan,
                                               source, lms)
     return done
 
 
 def _take_in(course: Course, assignment: str, zf, plan: archive.Plan, student: str,
              staging: Path, rules: archive.Rules) -> dict:
-    """The record's entry of one student: their notebooks unpacked into `staging`, then taken
+    """The manifest's entry of one student: their notebooks unpacked into `staging`, then taken
     into the course by the intake; or {"error": why} (nothing of theirs could be taken in)."""
     person = plan.people[student]
     taken = plan.students.get(student, [])
@@ -107,22 +107,22 @@ def _take_in(course: Course, assignment: str, zf, plan: archive.Plan, student: s
             "left_out": {**why_left, **taken_in.left_out}}
 
 
-def _write_record(course: Course, assignment: str, students: dict[str, dict],
+def _write_manifest(course: Course, assignment: str, students: dict[str, dict],
                   plan: archive.Plan, source: Path, lms: str) -> tuple[Path, list[str]]:
-    record = load_record(course, assignment)
-    dropped = sorted(s for s, entry in record["students"].items()
+    manifest = load_manifest(course, assignment)
+    dropped = sorted(s for s, entry in manifest["students"].items()
                      if entry.get("lms") and s not in students)
     for student in dropped:
-        del record["students"][student]
-    record["students"].update(students)
-    record["archive"] = {
+        del manifest["students"][student]
+    manifest["students"].update(students)
+    manifest["archive"] = {
         "file": str(source), "lms": lms,
         "not_taken_in": [{"member": m, "why": why} for m, why in plan.not_taken_in],
         "superseded": [{"member": m, "kept": kept} for m, kept in plan.superseded],
         "no_submission": [p.id for p in plan.absent]}
-    path = record_path(course, assignment)
+    path = manifest_path(course, assignment)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(record, indent=1))
+    write_atomic(path, json.dumps(manifest, indent=1))
     return path, dropped
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from traitlets.config import Config
 
 from grader.course import COURSE_ID, KERNEL_ARGS, Course
-from grader.sandbox.session import Limits
+from grader.submission import Limits
 
 
 def setup_process(gradebook: bool = True) -> None:
@@ -41,34 +41,25 @@ def setup_process(gradebook: bool = True) -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
-
 def nbgrader_config(course: Course, limits: Limits | None = None) -> Config:
     """The nbgrader configuration for `course`: nbgrader's own pipeline plus our steps."""
-    from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
-    from nbgrader.preprocessors import (
-        AssignLatePenalties,
-        ClearHiddenTests,
-        ClearOutput,
-        DeduplicateIds,
-        IgnorePattern,
-        LimitOutput,
-        OverwriteKernelspec,
-    )
-
     from grader.html_safety import exporter_config
-    from grader.nbgrader.execute import LoadExecuted
-    from grader.nbgrader.late import LateRule
-    from grader.nbgrader.preprocessors import (
-        CheckCellMetadata,
-        FeedbackGrades,
-        OverwriteCellsOnce,
-        RestoreCells,
-        SaveAutoGradesOnce,
-        ShortTracebacks,
-        StderrIsNotFailure,
-    )
 
+    limits = limits or Limits()
     c = Config()
+    _course_directory(c, course)
+    _execution(c, limits)
+    _autograde_pipeline(c, course, limits)
+    _feedback_pipeline(c, course)
+    # Every page built from a submission (feedback, the formgrader's submission view) renders
+    # student markdown and HTML through an allow-list sanitizer, math as MathML, under a
+    # Content-Security-Policy that runs no script of theirs: grader/html_safety.py.
+    c.merge(exporter_config())
+    return c
+
+
+def _course_directory(c: Config, course: Course) -> None:
+    """Where the course, its gradebook and its exchange are, and nbgrader's own settings."""
     c.CourseDirectory.root = str(course.root)
     c.CourseDirectory.course_id = COURSE_ID
     c.CourseDirectory.db_url = course.db_url
@@ -81,16 +72,38 @@ def nbgrader_config(course: Course, limits: Limits | None = None) -> Config:
     # setting), not after each of them (seven in autograde): what is written is checked all
     # the same, and recording a notebook validates it 4 times instead of 10.
     c.Exporter.optimistic_validation = True
-    limits = limits or Limits()
+
+
+def _execution(c: Config, limits: Limits) -> None:
+    """nbgrader's own execution (the formgrader's Autograde button without a notebook executed
+    in stage 2): its limits, its kernel quiet."""
     c.Execute.timeout = limits.cell_timeout
     c.Execute.interrupt_on_timeout = True
     # The kernel warns on every start that TCP is unencrypted (it listens on loopback only).
     c.Execute.extra_arguments = KERNEL_ARGS
-    # nbgrader's autograde pipeline with three changes. Before execution, RestoreCells puts
-    # deleted or re-labelled instructor cells back. Execution is ours (LoadExecuted takes the
-    # notebook executed by grader.pipeline.pools: the student's code in a sandboxed process, every
-    # test's verdict reached in the grader's, see grader/sandbox). After it, warnings that torch
-    # prints to stderr must not cost a correct answer its points (nbgrader issue #1904).
+
+
+def _autograde_pipeline(c: Config, course: Course, limits: Limits) -> None:
+    """nbgrader's autograde pipeline with three changes. Before execution, RestoreCells puts
+    deleted or re-labelled instructor cells back. Execution is ours (LoadExecuted takes the
+    notebook executed by grader.pipeline.pools: the student's code in a sandboxed process, every
+    test's verdict reached in the grader's, see grader/sandbox). After it, warnings that torch
+    prints to stderr must not cost a correct answer its points (nbgrader issue #1904). Three of
+    nbgrader's steps are its own made faster (grader/nbgrader/patches.py)."""
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import (
+        AssignLatePenalties,
+        ClearOutput,
+        DeduplicateIds,
+        IgnorePattern,
+        LimitOutput,
+        OverwriteKernelspec,
+    )
+
+    from grader.nbgrader.execute import LoadExecuted
+    from grader.nbgrader.patches import CheckCellMetadata, OverwriteCellsOnce, SaveAutoGradesOnce
+    from grader.nbgrader.preprocessors import RestoreCells, StderrIsNotFailure
+
     c.RestoreCells.course_root = c.LoadExecuted.course_root = str(course.root)
     c.LoadExecuted.limits = dataclasses.asdict(limits)  # (configuration is data)
     c.Autograde.sanitize_preprocessors = [
@@ -114,9 +127,18 @@ def nbgrader_config(course: Course, limits: Limits | None = None) -> Config:
     # nbgrader's late-penalty step with the instructor's rule for the assignment
     # (`release --late-penalty`, kept in the course directory): grader/nbgrader/late.py.
     c.AssignLatePenalties.plugin_class = "grader.nbgrader.late.LatePenalty"
-    c.LatePenalty.course_root = c.LateRule.course_root = str(course.root)
-    # Feedback must not show the hidden tests (nbgrader issue #917): drop their code and
-    # shorten tracebacks (which would quote it) to the message written for the student.
+    c.LatePenalty.course_root = str(course.root)
+
+
+def _feedback_pipeline(c: Config, course: Course) -> None:
+    """Feedback must not show the hidden tests (nbgrader issue #917): drop their code and
+    shorten tracebacks (which would quote it) to the message written for the student."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    from grader.nbgrader.late import LateRule
+    from grader.nbgrader.preprocessors import FeedbackGrades, ShortTracebacks
+
     c.GenerateFeedback.preprocessors = [
         FeedbackGrades,  # nbgrader's GetGrades, and each graded cell's name and state
         LateRule,  # how late, and the rule that took points (grader/nbgrader/late.py)
@@ -124,8 +146,4 @@ def nbgrader_config(course: Course, limits: Limits | None = None) -> Config:
         ShortTracebacks,
         CSSHTMLHeaderPreprocessor,
     ]
-    # Every page built from a submission (feedback, the formgrader's submission view) renders
-    # student markdown and HTML through an allow-list sanitizer, math as MathML, under a
-    # Content-Security-Policy that runs no script of theirs: grader/html_safety.py.
-    c.merge(exporter_config())
-    return c
+    c.LateRule.course_root = str(course.root)

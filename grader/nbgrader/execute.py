@@ -19,18 +19,17 @@ from traitlets import Bool, Dict
 from grader.cells import is_solution
 from grader.files import regular_files
 from grader.judge import answers
-from grader.judge.run import Plan, run_notebook
+from grader.judge.run import run_notebook
 from grader.metadata import limits_in, modules_in
 from grader.nbgrader.preprocessors import _CourseStep
-from grader.record import Flag, flag
-from grader.sandbox.session import Limits
+from grader.submission import Flag, Limits, Plan, flag
 
 # Names a student's files may not take: they would shadow the packages the notebook imports.
 PROTECTED = {"grader", "solutions", "torch", "numpy", "IPython", "nbgrader", "math"}
 
 
 def plan(course_root: Path, assignment: str, student: str, limits: Limits | None = None) -> Plan:
-    """What the execution of one submission needs (grader.judge.run.Plan): its scratch files,
+    """What the execution of one submission needs (grader.submission.Plan): its scratch files,
     each notebook's answers, limits (`limits`, with what the assignment's metadata sets over
     them) and what the students' processes import."""
     root = Path(course_root)
@@ -91,7 +90,7 @@ class LoadExecuted(_CourseStep):
 
     unconfined = Bool(False, help="grade even where the sandbox cannot be built (every "
                       "submission is flagged 'unconfined')").tag(config=True)
-    limits = Dict({}, help="the fields of the run's Limits (grader.sandbox.session); an "
+    limits = Dict({}, help="the fields of the run's Limits (grader.submission); an "
                   "assignment's metadata overrides them").tag(config=True)
     presanitized = Bool(False, help="the executed notebook was sanitized in stage 1 "
                         "(grader.pipeline.sanitize) and nbgrader's own sanitizing pass was left "

@@ -153,12 +153,10 @@ def set_late_penalty(course, assignment: str, policy: LatePolicy) -> str:
     """Store `policy` for the released `assignment` of `course` (grader.course.Course); returns
     the line saying what now holds, and what does not yet: no due date, submissions graded
     under the rule before."""
-    from grader.course import COURSE_ID
-
     path = save_policy(course.root, assignment, policy)
     if policy.none:
         return f"no late penalty (late submissions are marked late, no points taken; {path})"
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         due = gb.find_assignment(assignment).duedate
         graded = len(gb.assignment_submissions(assignment))
     line = (f"late penalty {policy}: {policy.describe()}, applied by every autograde of "

@@ -27,11 +27,9 @@ def release(course: Course, assignment: str, due: datetime | None = None) -> Pat
 def set_due(course: Course, assignment: str, due: datetime) -> None:
     """Record the due date; nbgrader keeps dates as naive UTC and marks later submissions
     late (their time is the one the exchange gave them, see grader.nbgrader.collect)."""
-    from nbgrader.api import Gradebook
-
     if due.tzinfo is None:
         raise ValueError(f"due date {due} has no time zone")
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         gb.update_or_create_assignment(assignment,
                                        duedate=due.astimezone(UTC).replace(tzinfo=None))
 

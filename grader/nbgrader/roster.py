@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.course import COURSE_ID, Course
+from grader.course import Course
 from grader.intake import id_problem
 from grader.lms import canvas, moodle
 from grader.nbgrader.config import setup_process
@@ -288,7 +288,7 @@ def _refuse_duplicates(roster: Roster) -> None:
 def import_roster(course: Course, path: Path, format: str = "auto") -> Outcome:
     """Create or update the gradebook's students from the roster at `path`
     (nbgrader's Gradebook.update_or_create_student, as `nbgrader db student import`)."""
-    from nbgrader.api import Gradebook, InvalidEntry
+    from nbgrader.api import InvalidEntry
 
     path = Path(path)
     if not path.is_file():
@@ -298,7 +298,7 @@ def import_roster(course: Course, path: Path, format: str = "auto") -> Outcome:
     if course.db is None:
         course.root.mkdir(parents=True, exist_ok=True)
     outcome = Outcome(roster.format, rejected=list(roster.rejected))
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         known = {s.id: s for s in gb.students}
         for entry in roster.entries:
             before = known.get(entry.id)

@@ -16,7 +16,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.plugins import CsvExportPlugin
 
-from grader.course import COURSE_ID, Course
+from grader.course import Course
 from grader.lms import Assignment, GradeTable, StudentGrades, canvas, moodle, text_cell
 from grader.nbgrader import gradebook as gradebook_lookups
 from grader.nbgrader.config import setup_process
@@ -38,7 +38,7 @@ def export(course: Course, to: Path, format: str = "nbgrader",
         raise FileNotFoundError(f"no gradebook in {course.root}: autograde something first")
     to = Path(to)
     to.parent.mkdir(parents=True, exist_ok=True)
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         if format == "nbgrader":
             NbgraderCsv(to=str(to)).export(gb)
             return to

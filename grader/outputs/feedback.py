@@ -134,13 +134,10 @@ def not_graded_yet(course: Course, assignment: str, students: list[str]) -> dict
     """{student: ["NOTEBOOK: grade_id", ...]} of each answer graded by hand (a written answer)
     that has no score yet: neither a hand-given one nor nbgrader's automatic 0 for an answer
     left as released."""
-    from nbgrader.api import Gradebook
-
-    from grader.course import COURSE_ID
     from grader.nbgrader import gradebook
 
     missing: dict[str, list[str]] = {}
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         for student in students:
             submission = gradebook.submission(gb, assignment, student)
             if submission is None:

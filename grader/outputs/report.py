@@ -23,15 +23,14 @@ from markupsafe import Markup
 matplotlib.use("Agg")  # the report is written to a file, never shown
 import matplotlib.pyplot as plt  # noqa: E402
 import nbformat  # noqa: E402
-from nbgrader.api import Gradebook  # noqa: E402
 
 from grader.checks.causes import CAUSES, named_causes  # noqa: E402
-from grader.course import COURSE_ID, Course  # noqa: E402
+from grader.course import Course  # noqa: E402
 from grader.html_safety import STATIC_PAGE_POLICY, meta_policy  # noqa: E402
 from grader.nbgrader import gradebook  # noqa: E402
 from grader.nbgrader.config import setup_process  # noqa: E402
 from grader.nbgrader.late import lateness, load_policy  # noqa: E402
-from grader.record import load_run, load_status  # noqa: E402
+from grader.pipeline.grades import load_run, load_status  # noqa: E402
 
 
 @dataclass
@@ -53,7 +52,7 @@ def collect(course: Course, assignment: str):
     errors = {s: v["error"] for s, v in status.items() if v.get("error")}
     flags = {s: v["flags"] for s, v in status.items() if v.get("flags")}
     scores, tests, auto_max = {}, {}, 0.0
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         auto_max = gb.find_assignment(assignment).max_code_score
         for student in sorted(p.parent.name for p in course.autograded.glob(f"*/{assignment}")):
             sub = gradebook.submission(gb, assignment, student)
@@ -86,7 +85,7 @@ def late_submissions(course: Course, assignment: str, students) -> Late | None:
     """The report's late section; None when the assignment has no rule and no one was late."""
     policy = load_policy(course.root, assignment)
     rows = []
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         found = gradebook.assignment(gb, assignment)
         if found is None:  # not in the gradebook (yet): no due date, no one late
             return None if policy is None else Late(policy.describe(), "no due date", [])

@@ -2,6 +2,11 @@
 
 Submissions use nbgrader's layout: DIR/STUDENT/ASSIGNMENT/NOTEBOOK.ipynb. They are copied into
 the course's submitted/ folder (the originals are never touched) and graded by nbgrader.
+
+The stages in order, each handing the next a value of grader.submission: stage 1 here
+(`prepare`: grader.intake, grader.pipeline.sanitize, grader.nbgrader.execute.plan) gives a
+Task; stage 2 in a pool (grader.pipeline.pools, grader.pipeline.scheduler) an Outcome; stage 3
+here (grader.pipeline.grades.record, where every grade is written) a Result.
 """
 
 from __future__ import annotations
@@ -9,33 +14,39 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbgrader.api import Gradebook
-
 from grader import intake
-from grader.course import COURSE_ID, Course
+from grader.course import Course
 from grader.files import folder_hash
 from grader.intake import IntakeError
 from grader.nbgrader import gradebook
-from grader.nbgrader.api import api_for, reason
+from grader.nbgrader.api import api_for
 from grader.nbgrader.release import release
-from grader.pipeline.pools import Task
-from grader.pipeline.scheduler import (
-    MAX_ATTEMPTS,
-    WATCHDOG_POLL,
+from grader.pipeline.grades import (
+    has_submission,
+    load_status,
+    not_graded,
+    record,
+    save_status,
+    scores,
+)
+from grader.pipeline.scheduler import MAX_ATTEMPTS, WATCHDOG_POLL, Scheduler
+from grader.sandbox.confinement import confinement
+from grader.shown import shown
+from grader.submission import (
     Failed,
     Finished,
+    Flag,
+    Limits,
     Outcome,
-    Scheduler,
+    Result,
     Stuck,
+    Task,
+    flag,
+    unique,
 )
-from grader.record import Flag, flag, load_status, save_status, unique
-from grader.sandbox.session import Limits, confinement
-from grader.shown import shown
 
 log = logging.getLogger(__name__)  # the progress lines (grader.cli shows them; -q hides them)
 
@@ -56,7 +67,7 @@ def progress_to(say):
     """While inside, hand each progress line of grading (the log of grader.pipeline at INFO)
     to `say` instead of the log's handlers: for a caller that shows them its own way (the demo,
     a test, a notebook). The CLI's own commands need it not: its logging shows them
-    (grader.cli.configure_logging), and its --quiet holds here too."""
+    (grader.cli.logs.configure_logging), and its --quiet holds here too."""
     logger, handler = logging.getLogger("grader.pipeline"), _Lines(say)
     level, propagate = logger.level, logger.propagate
     if level == logging.NOTSET and not logger.isEnabledFor(logging.INFO):
@@ -77,52 +88,17 @@ def _say(line: str) -> None:
     log.info("%s", shown(line))
 
 
-@dataclass
-class Result:
-    student: str
-    score: float  # everything graded so far (autograded + manual)
-    max_score: float
-    auto_score: float  # the autograded tests alone
-    auto_max: float
-    error: str | None = None  # why the submission could not be graded
-    needs_manual: bool = False  # written answers wait for the instructor
-    flags: list[Flag] = field(default_factory=list)  # what the instructor should look at
-    skipped: bool = False  # graded in an earlier run and unchanged since
-    infrastructure: bool = False  # the error was the grader's, not the student's
-    seconds: float = 0.0  # time to execute the notebook
-    executed_by: str = ""  # host:pid of the process that executed it
-
-    @property
-    def status(self) -> str:
-        return "error" if self.error else "graded"
-
-
-def _scores(course: Course, assignment: str, student: str) -> dict:
-    """The student's scores in the gradebook; zero for one without a submission, who is added
-    to the gradebook (so the export lists them, with zero) when `student` is a valid id. A
-    folder whose name is not one is no student: it gets a row in the run's status alone."""
-    with Gradebook(course.db_url, COURSE_ID) as gb:
-        if intake.is_student_id(student):
-            sub = gradebook.submission(gb, assignment, student)
-            if sub is not None:
-                return dict(score=sub.score, max_score=sub.max_score, auto_score=sub.code_score,
-                            auto_max=sub.max_code_score, needs_manual=sub.needs_manual_grade)
-            gb.update_or_create_student(student)
-        a = gb.find_assignment(assignment)
-        return dict(score=0.0, max_score=a.max_score, auto_score=0.0, auto_max=a.max_code_score)
-
-
 def _is_released(course: Course, assignment: str) -> bool:
     if not course.has_gradebook:
         return False
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         return gradebook.assignment(gb, assignment) is not None
 
 
 def collected_submissions(course: Course, assignment: str,
                           students: dict) -> dict[str, Path | str]:
     """{student: their copy in course.submitted, or why it cannot be graded}, for what
-    `python -m grader collect` took in from the exchange (`students`: its record)."""
+    `python -m grader collect` took in from the exchange (`students`: its manifest's)."""
     if not students:
         raise FileNotFoundError(f"nothing of {assignment} was collected into {course.root}: run "
                                 f"`python -m grader collect {assignment}` first")
@@ -142,12 +118,13 @@ def autograde(course: Course, assignment: str, submissions: Path | None,
     into the course and nbgrader's sanitizing steps make each notebook safe (`prepare`);
     (2) the notebooks execute in parallel, `workers` processes here (default: one per core) or
     the Dask cluster at `scheduler` (grader.pipeline.pools.execute); (3) here, nbgrader's autograde
-    records the executed notebooks in the gradebook (`record`; this process alone writes it).
+    records the executed notebooks in the gradebook (grader.pipeline.grades.record; this process
+    alone writes it).
     Submissions graded before and unchanged since are skipped unless `force`.
     limits: the limits of every notebook (default: Limits()); an assignment's own metadata
     overrides them (grader.metadata). Progress lines go to this module's logger, at INFO.
     """
-    from grader.startup.engines import shared_engines
+    from grader.nbgrader.patches import shared_engines
 
     confinement(unconfined)  # no sandbox and not --unconfined: refuse before grading anyone
 
@@ -199,12 +176,12 @@ def _autograde(course, assignment, submissions, limits, workers, scheduler, forc
 
 def _found(course: Course, assignment: str,
            submissions: Path | None) -> tuple[dict[str, Path | str], dict]:
-    """({student: their folder, or why it cannot be graded}; the collect's record of each
-    student, when `submissions` is None: what `grader collect` took in)."""
+    """({student: their folder, or why it cannot be graded}; the collect's manifest entry of
+    each student, when `submissions` is None: what `grader collect` took in)."""
     if submissions is None:
-        from grader.nbgrader.collect import load_record
+        from grader.nbgrader.collect import load_manifest
 
-        taken = load_record(course, assignment)["students"]
+        taken = load_manifest(course, assignment)["students"]
         return collected_submissions(course, assignment, taken), taken
     return intake.find_submissions(Path(submissions), assignment), {}
 
@@ -218,15 +195,15 @@ def _to_grade(course: Course, assignment: str, found: dict[str, Path | str], for
     todo: dict[str, Path] = {}
     for student, folder in found.items():
         if isinstance(folder, str):
-            results[student] = _error_result(course, assignment, student, folder, [])
+            results[student] = not_graded(course, assignment, student, folder, [])
             _say(f"  {student:<12} {_line(results[student])}")
             continue
         hashes[student] = folder_hash(folder)  # its timestamp too: a later one may be late
         old = before.get(student, {})
         if not force and old.get("hash") == hashes[student] and not old.get("error") \
-                and _has_submission(course, assignment, student):
+                and has_submission(course, assignment, student):
             results[student] = Result(student, flags=old.get("flags", []), skipped=True,
-                                      **_scores(course, assignment, student))
+                                      **scores(course, assignment, student))
             continue
         todo[student] = folder
     skipped = sum(r.skipped for r in results.values())
@@ -248,7 +225,7 @@ def _prepare_all(course: Course, assignment: str, todo: dict[str, Path], limits:
                                                      unconfined, taken.get(student))
         except NotGradable as e:
             flags[student] = e.flags
-            results[student] = _error_result(course, assignment, student, str(e), e.flags)
+            results[student] = not_graded(course, assignment, student, str(e), e.flags)
             _say(f"  {student:<12} {_line(results[student])}")
     return tasks
 
@@ -277,11 +254,11 @@ def _result_of(course: Course, api, assignment: str, outcome: Outcome,
         case Finished(student, result):
             return record(course, api, assignment, student, result, flags)
         case Failed(student, error):
-            return _error_result(course, assignment, student, error, flags, infrastructure=True)
+            return not_graded(course, assignment, student, error, flags, infrastructure=True)
         case Stuck(student, seconds):
             flags.append(flag("stuck", f"grading did not end within {seconds:.0f} s; the run was "
                               "stopped and the rest of the class graded"))
-            return _error_result(
+            return not_graded(
                 course, assignment, student,
                 f"not graded: still running after {seconds:.0f} s, past every limit "
                 "(stopped by the watchdog; see the flags)", flags)
@@ -320,7 +297,7 @@ def prepare(course: Course, assignment: str, student: str, folder: Path, limits:
     course.submitted/STUDENT/ASSIGNMENT by content, links, FIFOs, devices, outside hard links
     and the student's timestamp.txt left out and flagged, and its notebooks checked), then
     nbgrader's sanitizing steps. Returns the task for stage 2 and the flags so far; raises
-    NotGradable. collected: the collect's record of a submission it took in already
+    NotGradable. collected: the collect's manifest entry of a submission it took in already
     (grader.nbgrader.collect)."""
     from grader.nbgrader.execute import plan
     from grader.pipeline.sanitize import sanitize
@@ -359,42 +336,6 @@ def watchdog_seconds(tasks: dict, limits: Limits) -> float:
                    for name in task.notebooks)
 
     return max((whole(t) for t in tasks.values()), default=default) + WATCHDOG_SLACK
-
-
-def record(course: Course, api, assignment: str, student: str, outcome: dict,
-           flags: list[Flag]) -> Result:
-    """Stage 3 for one student: the executed notebooks left where LoadExecuted finds them, then
-    nbgrader's autograde (this process is the only gradebook writer)."""
-    from grader.nbgrader.execute import executed_path
-
-    error, infrastructure = None, False
-    try:
-        for name, nb_json in outcome["notebooks"].items():
-            path = executed_path(course.root, assignment, student, name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(nb_json)
-        result = api.autograde(assignment, student, force=True, create=True)
-        if not result.get("success"):
-            error = reason(result)
-            infrastructure = "does not match the submission" in (result.get("log") or error)
-    except Exception as e:  # the grader's own failure: reported, never the batch's end
-        error, infrastructure = f"could not be graded: {type(e).__name__}: {e}", True
-    finally:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(executed_path(course.root, assignment, student, "x").parent)
-    return Result(student, error=error, infrastructure=infrastructure,
-                  flags=unique(flags + outcome["flags"]), seconds=outcome["seconds"],
-                  executed_by=outcome["executed_by"], **_scores(course, assignment, student))
-
-
-def _error_result(course, assignment, student, error, flags, infrastructure=False) -> Result:
-    return Result(student, error=error, infrastructure=infrastructure, flags=unique(flags),
-                  **_scores(course, assignment, student))
-
-
-def _has_submission(course: Course, assignment: str, student: str) -> bool:
-    with Gradebook(course.db_url, COURSE_ID) as gb:
-        return gradebook.submission(gb, assignment, student) is not None
 
 
 def _line(r: Result) -> str:

@@ -1,5 +1,5 @@
 """Stage 2 of grading, for many submissions at once: the execution on many cores (or a Dask
-cluster); the gradebook is written by one process (see grader/pipeline/autograde.py).
+cluster); the gradebook is written by one process (see grader/pipeline/grades.py).
 
 Executing a notebook (the student's code in the sandbox, the tests in a judge) is nearly all the
 cost and touches no database: `execute` does it from plain data (a `Task`: the sanitized
@@ -14,32 +14,20 @@ import hashlib
 import itertools
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from grader.judge.run import Plan
 from grader.metadata import declared
+from grader.submission import Executed, Task
 
 
-@dataclass
-class Task:
-    """Everything needed to execute one submission, as data (it may travel to another host)."""
-
-    assignment: str
-    student: str
-    notebooks: dict[str, str]  # notebook name -> sanitized notebook JSON (stage 1)
-    plan: Plan  # the scratch files, the declared answers, the limits
-    unconfined: bool = False  # grade even without the sandbox (the instructor's explicit choice)
-
-
-def execute(task: Task) -> dict:
+def execute(task: Task) -> Executed:
     """Execute each notebook of one submission. Returns {"notebooks": {name: executed notebook
     JSON}, "flags": [...], "seconds": wall time, "executed_by": "host:pid"}."""
     import nbformat  # (here: the command starts the fork server before importing it)
 
     from grader.judge.run import run_notebook
     from grader.notebooks import handover
-    from grader.record import unique
+    from grader.submission import unique
 
     start = time.monotonic()
     executed, flags = {}, list(task.plan.flags)
@@ -97,7 +85,8 @@ def _pool_init(unconfined: bool, confined, launched: list, taken,
     import torch
 
     from grader.nbgrader.config import setup_process
-    from grader.sandbox.session import adopt, confinement, zygote
+    from grader.sandbox.confinement import adopt, confinement
+    from grader.sandbox.launcher import zygote
 
     setup_process(gradebook=False)  # the command records the grades
     if confined is not None:  # what the command found on this machine (None: it could not)
@@ -169,7 +158,7 @@ def sandboxes_at_once(workers: int) -> int:
     start-ups outnumber the cores and take turns on each, every turn flushing the caches of the
     one before. So at once only as many as there are cores besides this command's and the fork
     server's: none on 2 cores, where a run of 30 took less CPU in the same wall time
-    (docs/performance-log.md, twenty-fourth round)."""
+    (docs/performance.md, "How the grader is built for speed")."""
     return max(0, min(workers, len(os.sched_getaffinity(0)) - 2))
 
 
@@ -191,7 +180,7 @@ class LocalPool:
         import threading
         from concurrent.futures import ProcessPoolExecutor
 
-        from grader.sandbox.session import confinement
+        from grader.sandbox.confinement import confinement
 
         self.workers = workers
         context = _context(preload)
@@ -216,7 +205,7 @@ class LocalPool:
         The thread then stays until the pool is closed: bwrap ends a sandbox when the thread
         that started it ends (--die-with-parent, the kernel's parent-death signal, follows the
         thread, not the process)."""
-        from grader.sandbox.session import launch
+        from grader.sandbox.launcher import launch
 
         try:
             with contextlib.suppress(Exception):  # met again, and reported, by a task

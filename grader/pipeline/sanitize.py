@@ -12,7 +12,7 @@ from grader.nbgrader.config import nbgrader_config
 from grader.nbgrader.execute import SANITIZED_FROM, digest
 from grader.nbgrader.preprocessors import FLAGS
 from grader.notebooks import handover
-from grader.record import Flag, unique
+from grader.submission import Flag, unique
 
 
 def sanitize(course: Course, assignment: str, student: str) -> tuple[dict[str, str], list[Flag]]:

@@ -15,11 +15,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from grader.pipeline.pools import Task
+from grader.submission import Failed, Finished, Outcome, Stuck, Task
 
 log = logging.getLogger(__name__)
 
@@ -38,36 +36,6 @@ class Pool(Protocol):
     def kill(self) -> None: ...
 
     def close(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Finished:
-    """The student's submission was executed: `result` is what the pool handed back
-    (grader.pipeline.pools.execute)."""
-
-    student: str
-    result: dict
-
-
-@dataclass(frozen=True)
-class Failed:
-    """The grader's machinery could not execute the student's submission (never the student's
-    fault): `error` says why, in the words the student's row shows."""
-
-    student: str
-    error: str
-
-
-@dataclass(frozen=True)
-class Stuck:
-    """The student's submission still ran after `seconds`, past every limit: the watchdog
-    stopped it."""
-
-    student: str
-    seconds: float
-
-
-Outcome = Finished | Failed | Stuck
 
 
 class Scheduler:

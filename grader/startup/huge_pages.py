@@ -1,7 +1,7 @@
 """Huge pages for the sandbox server's heap, so that forking a student's process copies fewer
 page-table entries.
 
-The server's environment adds TUNING to its students' (grader.sandbox.session.launch), and the
+The server's environment adds TUNING to its students' (grader.sandbox.launcher.launch), and the
 server takes it out again as it starts (grader.sandbox.zygote.main): glibc's malloc asks the
 kernel for huge pages (2 MiB) for its heap, where the kernel's transparent huge pages are
 "madvise" or "always" (with "never", nothing changes). A fork copies one page-table entry, and

@@ -2,7 +2,8 @@
 
 nbgrader's OverwriteCells and SaveAutoGrades look up each cell's row on its own (a source cell,
 a graded cell, a grade, a comment: about seventy queries a notebook, each joining up to six
-tables). `NotebookRows` stands in for the Gradebook those steps hold: the first lookup of a kind
+tables). `NotebookRows` stands in for the Gradebook those steps hold (grader.nbgrader.patches
+puts it there): the first lookup of a kind
 reads that kind's rows for the notebook in one query, later lookups of that notebook are
 answered from them, and anything else (a name not among them, another notebook, every other
 method) goes to the gradebook itself, so what is not found raises nbgrader's own MissingEntry.

@@ -22,6 +22,7 @@ from nbformat.v4 import new_code_cell
 
 from grader.course import REPO
 from grader.demo.sample_class import Student, make_submission
+from tests.support.notebooks import grade_id
 
 SOURCE = REPO / "assignments" / "soft_select" / "soft_select.ipynb"
 FULL = 15  # autograded points of soft_select
@@ -60,10 +61,6 @@ class Attack:
     flags: set[str] = field(default_factory=set)  # flag kinds that must be reported
 
 
-def _gid(cell):
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
 def _is_test(cell):
     meta = cell.metadata.get("nbgrader", {})
     return bool(meta.get("grade")) and not meta.get("solution")
@@ -92,7 +89,7 @@ def build(attack: Attack, released: Path, folder: Path) -> None:
     else:
         nb = nbformat.read(released, as_version=4)
     for cell in nb.cells:
-        gid = _gid(cell)
+        gid = grade_id(cell)
         if attack.answers == "wrong" and gid in WRONG:
             cell.source = unless_taken(gid, WRONG[gid]) if attack.code else WRONG[gid].strip()
         if gid in attack.replace:

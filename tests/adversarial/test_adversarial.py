@@ -4,20 +4,14 @@ must agree with what was reported."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from nbgrader.api import Gradebook
 
-from grader.course import COURSE_ID, REPO, Course
-from grader.nbgrader.release import release
+from tests.support.pages import flags_section
 
 from .attacks import FULL, attacks, build
-from .report import flags_section
 
 pytestmark = pytest.mark.slow
 
@@ -39,21 +33,14 @@ def _processes_of_this_run() -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("adversarial")
-    course = Course(tmp / "course", source=REPO / "assignments")
-    released = release(course, "soft_select") / "soft_select.ipynb"
-    suite = attacks(course.root)
+def graded(own_class):
+    mine = own_class("adversarial")
+    suite = attacks(mine.course.root)
     for attack in suite:
-        build(attack, released, tmp / "submissions" / attack.name / "soft_select")
-    run = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
-         "soft_select", "--submissions", str(tmp / "submissions"), "--cell-timeout", "6",
-         "--notebook-timeout", "60", "--memory", "2G"],
-        capture_output=True, text=True, timeout=1200, cwd=REPO,
-        env={**os.environ, "GRADER_TEST_TAG": TAG})
-    status = json.loads((course.root / "status" / "soft_select.json").read_text())
-    return course, suite, run, status, _processes_of_this_run()
+        build(attack, mine.released, mine.folder(attack.name))
+    run = mine.autograde("--cell-timeout", "6", "--notebook-timeout", "60", "--memory", "2G",
+                         timeout=1200, env={**os.environ, "GRADER_TEST_TAG": TAG})
+    return mine.course, suite, run, mine.status(), _processes_of_this_run()
 
 
 def test_suite_is_big_enough(graded):
@@ -96,7 +83,7 @@ def test_error_rows_name_the_problem(graded):
 
 def test_gradebook_is_consistent(graded):
     course, suite, _, status, _ = graded
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         assignment = gb.find_assignment("soft_select")
         assert assignment.max_code_score == FULL, "forged points must not change the maximum"
         for attack in suite:

@@ -20,14 +20,14 @@ import json
 import re
 
 import pytest
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import MissingEntry
 
-from grader.course import COURSE_ID, REPO, Course
-from grader.nbgrader.release import release
+from grader.course import Course
 from grader.shown import shown
+from tests.support.cli import on_course, output, terminal_problems
+from tests.support.lms import CANVAS_COLUMNS
 
 from .attacks import FULL, Attack, build
-from .cli import grader, output, terminal_problems
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,6 @@ ASSIGNMENT = "soft_select"
 NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name",
                     "first_name", "email", "raw_score", "late_submission_penalty", "score",
                     "max_score"]
-CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")  # OWASP's list, and LF
 NUMBER = re.compile(r"-?\d+(\.\d+)?")
 
@@ -67,21 +66,19 @@ ROSTER = [  # Canvas's own cells, hostile: only the ID (Canvas's number) is left
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("exports")
-    course = Course(tmp / "course", source=REPO / "assignments")
-    released = release(course, ASSIGNMENT) / f"{ASSIGNMENT}.ipynb"
-    subs = tmp / "submissions"
+def batch(own_class):
+    mine = own_class("exports", ASSIGNMENT)
+    tmp, course, released = mine.root, mine.course, mine.released
     for name in REJECTED:
-        build(Attack(name, "", answers="correct"), released, subs / name / ASSIGNMENT)
-    build(Attack(NAMES, "", answers="correct"), released, subs / NAMES / ASSIGNMENT)
+        build(Attack(name, "", answers="correct"), released, mine.folder(name))
+    build(Attack(NAMES, "", answers="correct"), released, mine.folder(NAMES))
     for name, answers in CONTROLS.items():
-        build(Attack(name, "", answers=answers), released, subs / name / ASSIGNMENT)
+        build(Attack(name, "", answers=answers), released, mine.folder(name))
 
-    graded = grader(course.root, "autograde", ASSIGNMENT, "--submissions", str(subs),
-                    "--cell-timeout", "30", "--notebook-timeout", "120")
+    graded = on_course(course.root, "autograde", ASSIGNMENT, "--submissions",
+                       str(mine.submissions), "--cell-timeout", "30", "--notebook-timeout", "120")
     # The gradebook's names and emails, as an import of the LMS's student list writes them.
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         gb.update_or_create_student(NAMES, **HOSTILE)
         gb.update_or_create_student("z_control_2", first_name="Zed", last_name="Two",
                                     email="z2@uni.example")
@@ -94,8 +91,8 @@ def batch(tmp_path_factory):
     exports, runs = {}, {}
     for fmt, extra in formats.items():
         to = tmp / f"{fmt}.csv"
-        runs[fmt] = grader(course.root, "export", "--format", fmt.split("-")[0], "--to",
-                           str(to), *extra)
+        runs[fmt] = on_course(course.root, "export", "--format", fmt.split("-")[0], "--to",
+                              str(to), *extra)
         if runs[fmt].returncode == 0:
             with open(to, newline="", encoding="utf-8") as f:
                 exports[fmt] = list(csv.reader(f))
@@ -108,7 +105,7 @@ def batch(tmp_path_factory):
 def gradebook_truth(course: Course) -> dict:
     """What the gradebook holds: each student's names and email, and their score (less the
     late penalty, never below 0; None when nothing was submitted); the assignment's maximum."""
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         max_score = gb.find_assignment(ASSIGNMENT).max_score
         students = {s.id: {"last_name": s.last_name or "", "first_name": s.first_name or "",
                            "email": s.email or ""} for s in gb.students}

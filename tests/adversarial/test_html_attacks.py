@@ -13,11 +13,8 @@ script written straight into a generated page must still not run (the policy alo
 from __future__ import annotations
 
 import base64
-import json
 import os
 import shutil
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
@@ -25,11 +22,11 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
-from grader.course import COURSE_ID, REPO, Course
+from grader.course import REPO
 from grader.html_safety import STATIC_PAGE_POLICY
-from grader.nbgrader.release import release
-from tests.chromium import CHROMIUM, chromium
+from tests.chromium import CHROMIUM
 from tests.lab_server import running_lab
+from tests.support.classes import released_class
 
 from .attacks import FULL, Attack, build
 
@@ -174,9 +171,7 @@ SUITE = [
 EVIL_FILE = "notes.html"  # a file beside the notebook, which the formgrader serves
 
 
-def _grader(*args, timeout=900):
-    run = subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True,
-                         text=True, cwd=REPO, timeout=timeout)
+def _ok(run):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return run
 
@@ -186,28 +181,18 @@ def batch():
     # below the repository: the formgrader only serves a course below its server's root
     work = REPO / "build" / f"html-attacks-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
-    course = Course(work / "course", source=REPO / "assignments")
-    released = release(course, "soft_select") / "soft_select.ipynb"
+    mine = released_class(work, "soft_select")
+    course = mine.course
     for attack in SUITE:
-        folder = work / "submissions" / attack.name / "soft_select"
-        build(attack, released, folder)
-    (work / "submissions" / "a1_markdown" / "soft_select" / EVIL_FILE).write_text(
+        build(attack, mine.released, mine.folder(attack.name))
+    (mine.folder("a1_markdown") / EVIL_FILE).write_text(
         f"<script>{js('submission_file')}</script>")
-    root = str(course.root)
-    _grader("--course", root, "autograde", "soft_select", "--submissions",
-            str(work / "submissions"), "--cell-timeout", "30", "--memory", "2G")
-    _grader("--course", root, "feedback", "soft_select", "--to", str(work / "feedback"))
-    _grader("--course", root, "report", "soft_select", "--to", str(work / "report.html"),
-            "--feedback", str(work / "feedback"))
-    status = json.loads((course.root / "status" / "soft_select.json").read_text())
-    yield {"course": course, "work": work, "status": status}
+    _ok(mine.autograde("--cell-timeout", "30", "--memory", "2G", timeout=900))
+    _ok(mine.feedback(work / "feedback", timeout=900))
+    _ok(mine.cli("report", "soft_select", "--to", str(work / "report.html"), "--feedback",
+                 str(work / "feedback"), timeout=900))
+    yield {"course": course, "work": work, "status": mine.status()}
     shutil.rmtree(work, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as context:
-        yield context
 
 
 class Watched:
@@ -247,6 +232,12 @@ class Watched:
     def close(self):
         self.page.close()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 def _page(batch, student: str) -> Path:
     return batch["work"] / "feedback" / f"{student}.html"
@@ -256,15 +247,12 @@ def test_the_watch_sees_a_payload_that_runs(browser, tmp_path):
     """The harness can fail: the vectors on a page with neither sanitizer nor policy run."""
     page = tmp_path / "bare.html"
     page.write_text("<!doctype html><html><body>" + "\n".join(MARKDOWN_VECTORS.values()))
-    watched = Watched(browser).open(page.as_uri())
-    try:
+    with Watched(browser).open(page.as_uri()) as watched:
         with pytest.raises(AssertionError, match="a payload ran"):
             watched.assert_nothing_ran("a bare page")
         ran = set(watched.page.evaluate("() => top.__pwned").split(","))
         # parsed, on an event, and clicked (a form, javascript: links): each kind is seen
         assert {"script", "img_onerror", "svg_onload", "form", "entity", "tab"} <= ran, ran
-    finally:
-        watched.close()
 
 
 def test_the_batch_was_graded(batch):
@@ -282,17 +270,13 @@ def test_feedback_page_runs_nothing(batch, browser, student):
     text = page.read_text()
     assert text.index('http-equiv="Content-Security-Policy"') < text.index("<meta charset")
     assert STATIC_PAGE_POLICY in text
-    watched = Watched(browser).open(page.as_uri())
-    try:
+    with Watched(browser).open(page.as_uri()) as watched:
         watched.assert_nothing_ran(f"feedback page of {student}")
-    finally:
-        watched.close()
 
 
 def test_honest_feedback_still_shows_marks_and_markdown(batch, browser):
-    watched = Watched(browser).open(_page(batch, "z1_honest").as_uri())
-    page = watched.page
-    try:
+    with Watched(browser).open(_page(batch, "z1_honest").as_uri()) as watched:
+        page = watched.page
         # full autograded marks (the written answers are graded by hand, later)
         assert f"(Score: {FULL:.1f} / " in page.locator("h4").first.inner_text()
         assert page.locator("h1", has_text="Honest heading").count() == 1
@@ -307,14 +291,11 @@ def test_honest_feedback_still_shows_marks_and_markdown(batch, browser):
         # inlined, names icon fonts beside the page that no feedback folder has: refused.)
         refused = [c for c in watched.console if "Content Security Policy" in c]
         assert not [c for c in refused if "script" in c.lower()], refused
-    finally:
-        watched.close()
 
 
 def test_hostile_markdown_is_shown_as_text_not_markup(batch, browser):
     """What the sanitizer left: no element it forbids, no javascript: URL, ids prefixed."""
-    watched = Watched(browser).open(_page(batch, "a1_markdown").as_uri())
-    try:
+    with Watched(browser).open(_page(batch, "a1_markdown").as_uri()) as watched:
         found = watched.page.evaluate("""() => ({
           forbidden: [...document.querySelectorAll(
             'script:not([type]), iframe, object, embed, form, base, meta[http-equiv=refresh],'
@@ -327,20 +308,15 @@ def test_hostile_markdown_is_shown_as_text_not_markup(batch, browser):
           clash: document.querySelectorAll('#softmax').length,
         })""")
         assert found == {"forbidden": 0, "handlers": 0, "js_urls": 0, "clash": 0}, found
-    finally:
-        watched.close()
 
 
 def test_report_runs_nothing(batch, browser):
     report = batch["work"] / "report.html"
     assert STATIC_PAGE_POLICY in report.read_text()
-    watched = Watched(browser).open(report.as_uri())
-    try:
+    with Watched(browser).open(report.as_uri()) as watched:
         watched.assert_nothing_ran("class report")
         rows = watched.page.locator("tr", has_text="z1_honest")
         assert f"{FULL} / {FULL}" in rows.last.inner_text()
-    finally:
-        watched.close()
 
 
 def test_rich_outputs_are_dropped_or_cleaned_by_the_exporter(batch, browser, tmp_path):
@@ -364,11 +340,8 @@ def test_rich_outputs_are_dropped_or_cleaned_by_the_exporter(batch, browser, tmp
     page = tmp_path / "rich.html"
     page.write_text(html)
     assert "<script type=\"text/javascript\">" not in html  # JavaScript output dropped
-    watched = Watched(browser).open(page.as_uri())
-    try:
+    with Watched(browser).open(page.as_uri()) as watched:
         watched.assert_nothing_ran("rich outputs")
-    finally:
-        watched.close()
 
 
 def test_policy_alone_stops_a_script_in_a_page(batch, browser, tmp_path):
@@ -378,12 +351,9 @@ def test_policy_alone_stops_a_script_in_a_page(batch, browser, tmp_path):
     injected = tmp_path / "injected.html"
     injected.write_text(text.replace("<body>", f"<body><script>{js('inline')}</script>"
                                      f'<img src=x onerror="{js("handler")}">', 1))
-    watched = Watched(browser).open(injected.as_uri())
-    try:
+    with Watched(browser).open(injected.as_uri()) as watched:
         watched.assert_nothing_ran("a script injected after sanitizing")
         assert any("Content Security Policy" in c for c in watched.console), watched.console
-    finally:
-        watched.close()
 
 
 # ----- the formgrader, on `grader lab`'s server ------------------------------------------------
@@ -398,9 +368,7 @@ def formgrader(batch, tmp_path_factory):
 
 
 def _submission_url(batch, formgrader, student: str) -> str:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(batch["course"].db_url, COURSE_ID) as gb:
+    with batch["course"].gradebook() as gb:
         sid = gb.find_submission_notebook("soft_select", "soft_select", student).id
     return f"{formgrader}/formgrader/submissions/{sid}/"
 
@@ -412,8 +380,7 @@ def test_formgrader_submission_view_runs_nothing_of_the_student(batch, browser, 
     with urllib.request.urlopen(url) as response:
         policy = response.headers["Content-Security-Policy"]
     assert "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0], policy
-    watched = Watched(browser).open(url)
-    try:
+    with Watched(browser).open(url) as watched:
         watched.assert_nothing_ran(f"the formgrader's view of {student}")
         # nbgrader's own page still works under the policy: its grading form is live
         page = watched.page
@@ -421,13 +388,10 @@ def test_formgrader_submission_view_runs_nothing_of_the_student(batch, browser, 
         assert page.locator("input.score").count() > 0
         refused = [c for c in watched.console if "Content Security Policy" in c]
         assert not [c for c in refused if "formgrader/static" in c], refused
-    finally:
-        watched.close()
 
 
 def test_formgrader_honest_submission_shows_math_and_table(batch, browser, formgrader):
-    watched = Watched(browser).open(_submission_url(batch, formgrader, "z1_honest"))
-    try:
+    with Watched(browser).open(_submission_url(batch, formgrader, "z1_honest")) as watched:
         page = watched.page
         assert page.locator("h1", has_text="Honest heading").count() == 1
         assert page.locator("math").count() >= 2
@@ -442,22 +406,17 @@ def test_formgrader_honest_submission_shows_math_and_table(batch, browser, formg
             score.fill("1")
             score.press("Tab")
         assert saved.value.ok, saved.value.status
-    finally:
-        watched.close()
 
 
 def test_a_file_of_the_submission_is_served_sandboxed(batch, browser, formgrader):
     url = _submission_url(batch, formgrader, "a1_markdown") + EVIL_FILE
-    watched = Watched(browser)
-    try:
+    with Watched(browser) as watched:
         response = watched.page.goto(url)
         if response.status == 404:
             pytest.skip(f"{EVIL_FILE} was not carried into the autograded folder")
         assert "sandbox" in response.headers["content-security-policy"]
         watched.page.wait_for_timeout(500)
         watched.assert_nothing_ran("a submission's HTML file opened from the formgrader")
-    finally:
-        watched.close()
 
 
 def test_jupyterlab_still_loads_beside_the_formgrader_policy(batch, browser, formgrader):

@@ -10,18 +10,13 @@ feedback page.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from nbgrader.api import Gradebook
 
-from grader.course import COURSE_ID, REPO, Course
-from grader.nbgrader.release import release
+from grader.course import REPO
 
 from .attacks import FULL, Attack, build
 
@@ -48,11 +43,9 @@ def links_under(root: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("intake")
-    course = Course(tmp / "course", source=REPO / "assignments")
-    released = release(course, "soft_select") / NOTEBOOK
-    subs = tmp / "submissions"
+def batch(own_class):
+    mine = own_class("intake")
+    tmp, course, released, subs = mine.root, mine.course, mine.released, mine.submissions
 
     # Targets outside the course: an /etc-like file, and the instructor's source folder (a copy
     # with the full-marks source notebook, so following the link would earn every point).
@@ -110,18 +103,11 @@ def batch(tmp_path_factory):
 
     outside = hashes([etc, instructor, REPO / "assignments" / "soft_select", classmate])
     started = datetime.now(UTC).replace(tzinfo=None)
-    run = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
-         "soft_select", "--submissions", str(subs), "--cell-timeout", "30",
-         "--notebook-timeout", "120"],
-        capture_output=True, text=True, timeout=900, cwd=REPO)
+    run = mine.autograde("--cell-timeout", "30", "--notebook-timeout", "120", timeout=900)
     finished = datetime.now(UTC).replace(tzinfo=None)
-    status = json.loads((course.root / "status" / "soft_select.json").read_text())
+    status = mine.status()
     pages = tmp / "pages"
-    fb = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course.root), "feedback",
-         "soft_select", "--to", str(pages)], capture_output=True, text=True, timeout=600,
-        cwd=REPO)
+    fb = mine.feedback(pages)
     changed = {p for p, h in hashes([etc, instructor, REPO / "assignments" / "soft_select",
                                      classmate]).items() if outside.get(p) != h}
     return dict(course=course, run=run, status=status, fb=fb, pages=pages, changed=changed,
@@ -181,7 +167,7 @@ def test_every_link_beside_the_notebook_is_named(batch):
 
 def test_gradebook_agrees_and_the_time_is_the_intake_time(batch):
     course = batch["course"]
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         for name in CONTROLS + ("a05_dangling_symlink", "a08_fifo", "a09_timestamp"):
             assert gb.find_submission("soft_select", name).code_score == FULL
         when = gb.find_submission("soft_select", "a09_timestamp").timestamp

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -21,11 +20,10 @@ import nbformat
 import pytest
 
 from grader.course import REPO, Course
-from grader.nbgrader.release import release
+from tests.support.pages import flags_section
 
 from .attacks import FULL, build
 from .isolation_attacks import ANSWERS, Plant, isolation_attacks, turn_attacks
-from .report import flags_section
 
 pytestmark = pytest.mark.slow
 
@@ -126,10 +124,9 @@ def _describe(pid: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("isolation")
-    course = Course(tmp / "course", source=REPO / "assignments")
-    released = release(course, "soft_select") / "soft_select.ipynb"
+def graded(own_class):
+    mine = own_class("isolation")
+    tmp, course = mine.root, mine.course
     outside = tmp / "outside"
     outside.mkdir()
     secret_file = outside / "instructor-notes.txt"
@@ -142,7 +139,7 @@ def graded(tmp_path_factory):
                   outside / "pwned.txt")
     suite = isolation_attacks(REPO, course.root, plant)
     for attack in suite:
-        build(attack, released, tmp / "submissions" / attack.name / "soft_select")
+        build(attack, mine.released, mine.folder(attack.name))
     watched = [REPO / "assignments", REPO / "solutions", REPO / "grader", outside]
     before = _digest(watched)
     env = {**os.environ, "GRADER_TEST_TAG": TAG, "PGPASSWORD": SECRET,
@@ -151,11 +148,8 @@ def graded(tmp_path_factory):
     started = time.time()
     _subreaper()
     earlier = _sandbox_processes()  # sandboxes of other tests in this pytest process
-    run = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
-         "soft_select", "--submissions", str(tmp / "submissions"), "--cell-timeout", "6",
-         "--notebook-timeout", "60", "--memory", "3G", "--workers", "2"],
-        capture_output=True, text=True, timeout=1200, cwd=REPO, env=env)
+    run = mine.autograde("--cell-timeout", "6", "--notebook-timeout", "60", "--memory", "3G",
+                         "--workers", "2", timeout=1200, env=env)
     left = _sandbox_processes() - earlier
     for _ in range(50):  # a process being torn down is given a few seconds, no more
         if not left:
@@ -163,12 +157,9 @@ def graded(tmp_path_factory):
         time.sleep(0.1)
         left &= _sandbox_processes()
     left = {pid: _describe(pid) for pid in left}
-    feedback = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course.root), "feedback",
-         "soft_select", "--to", str(tmp / "pages")],
-        capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    feedback = mine.feedback(tmp / "pages", env=env)
     listener.close()
-    status = json.loads((course.root / "status" / "soft_select.json").read_text())
+    status = mine.status()
     yield dict(course=course, suite=suite, run=run, status=status, left=left, tmp=tmp,
                plant=plant, feedback=feedback, before=before, after=_digest(watched),
                watched=watched, received=listener.received, started=started)
@@ -272,33 +263,26 @@ def test_report_lists_every_attempt_in_plain_words(graded, tmp_path):
 # ----- one sandbox, one student after another: nothing of one reaches the next ---------------
 
 @pytest.fixture(scope="module")
-def one_sandbox(tmp_path_factory):
+def one_sandbox(own_class):
     """turn_attacks() graded with --workers 1: one grading process, one sandbox, the students
     one after another in the order of their names. A config file with a database URL is
     planted in the environment's etc/jupyter for the run (a name no Jupyter program loads)."""
-    tmp = tmp_path_factory.mktemp("turns")
-    course = Course(tmp / "course", source=REPO / "assignments")
-    released = release(course, "soft_select") / "soft_select.ipynb"
+    mine = own_class("turns")
+    tmp, course = mine.root, mine.course
     suite = turn_attacks()
     for attack in suite:
-        build(attack, released, tmp / "submissions" / attack.name / "soft_select")
+        build(attack, mine.released, mine.folder(attack.name))
     planted = Path(sys.prefix, "etc", "jupyter", f"planted-by-isolation-test-{os.getpid()}.py")
     planted.parent.mkdir(parents=True, exist_ok=True)
     planted.write_text(f'c.CourseDirectory.db_url = "postgresql://grader:{SECRET}@db/grades"\n')
     try:
-        run = subprocess.run(
-            [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
-             "soft_select", "--submissions", str(tmp / "submissions"), "--cell-timeout", "6",
-             "--notebook-timeout", "60", "--memory", "3G", "--workers", "1"],
-            capture_output=True, text=True, timeout=900, cwd=REPO,
-            env={**os.environ, "GRADER_TEST_TAG": TAG})
-        feedback = subprocess.run(
-            [sys.executable, "-m", "grader", "--course", str(course.root), "feedback",
-             "soft_select", "--to", str(tmp / "pages")],
-            capture_output=True, text=True, timeout=600, cwd=REPO, env=os.environ)
+        run = mine.autograde("--cell-timeout", "6", "--notebook-timeout", "60", "--memory",
+                             "3G", "--workers", "1", timeout=900,
+                             env={**os.environ, "GRADER_TEST_TAG": TAG})
+        feedback = mine.feedback(tmp / "pages", env=os.environ)
     finally:
         planted.unlink()
-    status = json.loads((course.root / "status" / "soft_select.json").read_text())
+    status = mine.status()
     yield dict(course=course, suite=suite, run=run, status=status, feedback=feedback, tmp=tmp)
 
 

@@ -18,18 +18,14 @@ marks.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
-import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from grader.course import REPO, Course
+from grader.course import REPO
 from grader.demo.sample_class import Student, make_submission
-from grader.nbgrader.release import release
-from tests.verdicts import failed_tests
+from tests.support.classes import released_class
+from tests.support.notebooks import cell_of as _cell
+from tests.support.verdicts import failed_tests
 
 pytestmark = pytest.mark.slow
 
@@ -324,10 +320,6 @@ BUFFER_CACHE = '''class KVCache:
 '''
 
 
-def _cell(nb, grade_id):
-    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-
-
 def _insert_after(nb, grade_id, source):
     at = nb.cells.index(_cell(nb, grade_id)) + 1
     nb.cells.insert(at, new_code_cell(source.strip()))
@@ -372,20 +364,10 @@ def submissions(released):
 
 def grade(tmp_path):
     """Grade every submission in one batch; (status per student, the CLI's output)."""
-    course = Course(tmp_path / "course", source=REPO / "assignments")
-    released = release(course, EA) / f"{EA}.ipynb"
-    expected = {}
-    for name, (nb, fails) in submissions(released).items():
-        folder = tmp_path / "submissions" / name / EA
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{EA}.ipynb")
-        expected[name] = fails
-    run = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course.root), "autograde", EA,
-         "--submissions", str(tmp_path / "submissions")],
-        capture_output=True, text=True, timeout=1200, cwd=REPO)
-    status = json.loads((course.root / "status" / f"{EA}.json").read_text())
-    return run, status, expected, course
+    mine = released_class(tmp_path, EA)
+    expected = mine.write_expecting(submissions(mine.released))
+    run = mine.autograde(timeout=1200)
+    return run, mine.status(), expected, mine.course
 
 
 # What the grader's own measurements say when they fail (grader/checks/measured.py)

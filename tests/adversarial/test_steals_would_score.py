@@ -8,15 +8,12 @@ plant, nothing."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from grader.course import REPO, Course
-from grader.nbgrader.release import release
+from grader.course import REPO
+from tests.support.classes import released_class
 
 from .attacks import FULL, build
 from .isolation_attacks import Plant, isolation_attacks
@@ -28,22 +25,18 @@ PLANTED = "planted/reference.ipynb"  # relative: in the submission's own folder
 
 
 def test_a_steal_that_works_earns_the_points(tmp_path):
-    course = Course(tmp_path / "course", source=REPO / "assignments")
-    released = release(course, "soft_select") / "soft_select.ipynb"
+    mine = released_class(tmp_path, "soft_select")
+    course, released = mine.course, mine.released
     plant = Plant("not-used", tmp_path / "secret", Path(PLANTED), 1, 2, tmp_path / "sock",
                   "not-used", tmp_path / "pwned")
     attack = next(a for a in isolation_attacks(REPO, course.root, plant)
                   if a.name == "c2_read_files")
-    subs = tmp_path / "submissions"
-    build(attack, released, subs / "a_without_plant" / "soft_select")
+    build(attack, released, mine.folder("a_without_plant"))
     attack.files = {PLANTED: SOURCE.read_text()}
-    build(attack, released, subs / "b_planted" / "soft_select")
+    build(attack, released, mine.folder("b_planted"))
 
-    run = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
-         "soft_select", "--submissions", str(subs), "--workers", "1"],
-        capture_output=True, text=True, timeout=600, cwd=REPO)
-    status = json.loads((course.root / "status" / "soft_select.json").read_text())
+    run = mine.autograde("--workers", "1", timeout=600)
+    status = mine.status()
 
     assert status["b_planted"]["error"] is None, run.stdout[-2000:] + run.stderr[-2000:]
     assert status["b_planted"]["auto_score"] == FULL, run.stdout[-2000:]

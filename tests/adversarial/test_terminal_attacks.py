@@ -24,15 +24,14 @@ import pwd
 import shutil
 
 import pytest
-from nbgrader.api import Gradebook
 
-from grader.course import COURSE_ID, REPO, Course
+from grader.course import COURSE_ID
 from grader.intake import MAX_ID_LENGTH
-from grader.nbgrader.release import publish, release
+from grader.nbgrader.release import publish
 from grader.shown import shown
+from tests.support.cli import on_course, output, terminal_problems
 
 from .attacks import FULL, Attack, build
-from .cli import grader, output, terminal_problems
 
 pytestmark = pytest.mark.slow
 
@@ -75,14 +74,12 @@ def surrogate_notebook(released) -> tuple[bytes, int]:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("terminal")
-    course = Course(tmp / "course", source=REPO / "assignments")
-    released = release(course, ASSIGNMENT) / NOTEBOOK
-    subs = tmp / "submissions"
+def batch(own_class):
+    mine = own_class("terminal", ASSIGNMENT)
+    tmp, course, released, subs = mine.root, mine.course, mine.released, mine.submissions
 
     def student(name, answers="wrong", **kw):
-        folder = subs / name / ASSIGNMENT
+        folder = mine.folder(name)
         build(Attack(name, "", answers=answers, **kw), released, folder)
         return folder
 
@@ -99,18 +96,20 @@ def batch(tmp_path_factory):
     for name, answers in CONTROLS.items():
         student(name, answers=answers)
 
-    runs = {"autograde": grader(course.root, "autograde", ASSIGNMENT, "--submissions",
-                                str(subs), "--cell-timeout", "30", "--notebook-timeout", "120")}
+    runs = {"autograde": on_course(course.root, "autograde", ASSIGNMENT, "--submissions",
+                                   str(subs), "--cell-timeout", "30", "--notebook-timeout",
+                                   "120")}
     pages = tmp / "pages"
-    runs["feedback"] = grader(course.root, "feedback", ASSIGNMENT, "--to", str(pages))
-    runs["report"] = grader(course.root, "report", ASSIGNMENT, "--to", str(tmp / "report.html"))
-    runs["export"] = grader(course.root, "export", "--to", str(tmp / "grades.csv"))
+    runs["feedback"] = on_course(course.root, "feedback", ASSIGNMENT, "--to", str(pages))
+    runs["report"] = on_course(course.root, "report", ASSIGNMENT, "--to",
+                               str(tmp / "report.html"))
+    runs["export"] = on_course(course.root, "export", "--to", str(tmp / "grades.csv"))
     collected = None
     if os.geteuid() == 0:  # handing folders to other users needs root
         collected = _collect(course, tmp, released)
         runs["collect"] = collected.pop("run")
     status_file = course.root / "status" / f"{ASSIGNMENT}.json"
-    with Gradebook(course.db_url, COURSE_ID) as gb:
+    with course.gradebook() as gb:
         students = {s.id for s in gb.students}
         codes = {s.student.id: s.code_score for s in gb.assignment_submissions(ASSIGNMENT)}
     report = tmp / "report.html"
@@ -138,7 +137,7 @@ def _collect(course, tmp, released) -> dict:
         (folder / "timestamp.txt").write_text("2026-01-01 00:00:00.000000 UTC")
         for path in (folder, *folder.iterdir()):
             os.chown(path, owner, owner)
-    run = grader(course.root, "collect", ASSIGNMENT, exchange=course.exchange)
+    run = on_course(course.root, "collect", ASSIGNMENT, exchange=course.exchange)
     record = json.loads((course.root / "collected" / f"{ASSIGNMENT}.json").read_text())
     return {"run": run, "record": record, "names": names}
 

@@ -18,17 +18,14 @@ computed from their forged outputs) and fail on the grader's evaluation, as its 
 
 from __future__ import annotations
 
-import json
-
-import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from grader.course import REPO, Course
+from grader.course import REPO
 from grader.demo.sample_class import Student, make_submission
-from grader.nbgrader.release import release
-from tests.adversarial.cli import grader
-from tests.verdicts import failed_tests
+from tests.support.classes import released_class
+from tests.support.notebooks import cell_of as _cell
+from tests.support.verdicts import failed_tests
 
 pytestmark = pytest.mark.slow
 
@@ -75,10 +72,6 @@ model = Forged(len(chars), d_model=64, n_head=4, n_kv_head=2, d_ff=128, n_layer=
 '''
 
 
-def _cell(nb, grade_id):
-    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-
-
 def _after_training(nb, source):
     nb.cells.insert(nb.cells.index(_cell(nb, "train")) + 1, new_code_cell(source.strip()))
     return nb
@@ -98,18 +91,12 @@ def submissions(released):
 
 
 def test_the_points_for_training_come_from_the_graders_evaluation_of_the_weights(tmp_path):
-    course = Course(tmp_path / "course", source=REPO / "assignments")
-    released = release(course, TG) / f"{TG}.ipynb"
-    expected = {}
-    for name, (nb, fails) in submissions(released).items():
-        folder = tmp_path / "submissions" / name / TG
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{TG}.ipynb")
-        expected[name] = fails
-    run = grader(course.root, "autograde", TG, "--submissions", str(tmp_path / "submissions"),
-                 timeout=1200)
+    mine = released_class(tmp_path, TG)
+    course = mine.course
+    expected = mine.write_expecting(submissions(mine.released))
+    run = mine.autograde(timeout=1200)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    status = json.loads((course.root / "status" / f"{TG}.json").read_text())
+    status = mine.status()
     full = status["y_control_reference"]["auto_max"]
     assert status["y_control_reference"]["auto_score"] == full
     for student, fails in expected.items():

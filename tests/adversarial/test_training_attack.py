@@ -5,17 +5,13 @@ own copy) and so give no training points; an honest control graded after it keep
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from grader.course import REPO, Course
 from grader.demo.sample_class import Student, make_submission
-from grader.nbgrader.release import release
+from tests.support.classes import released_class
+from tests.support.notebooks import grade_id
 
 pytestmark = pytest.mark.slow
 
@@ -42,24 +38,17 @@ model = Copier()
 
 
 def test_a_made_up_generator_earns_no_training_points(tmp_path):
-    course = Course(tmp_path / "course", source=REPO / "assignments")
-    released = release(course, "rnn_attention") / "rnn_attention.ipynb"
-    source = REPO / "assignments" / "rnn_attention" / "rnn_attention.ipynb"
-    attacker = nbformat.read(released, as_version=4)
-    at = next(i for i, c in enumerate(attacker.cells)
-              if c.metadata.get("nbgrader", {}).get("grade_id") == "test_training")
+    mine = released_class(tmp_path, "rnn_attention")
+    attacker = nbformat.read(mine.released, as_version=4)
+    at = next(i for i, c in enumerate(attacker.cells) if grade_id(c) == "test_training")
     attacker.cells.insert(at, new_code_cell(FAKE.strip()))
     for name, nb in (("fake_generator", attacker),
-                     ("zz_control", make_submission(source, released, Student("c", "", "full")))):
-        folder = tmp_path / "submissions" / name / "rnn_attention"
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / "rnn_attention.ipynb")
-    run = subprocess.run(
-        [sys.executable, "-m", "grader", "--course", str(course.root), "autograde",
-         "rnn_attention", "--submissions", str(tmp_path / "submissions")],
-        capture_output=True, text=True, timeout=900, cwd=REPO)
+                     ("zz_control", make_submission(mine.source, mine.released,
+                                                    Student("c", "", "full")))):
+        mine.write(name, nb)
+    run = mine.autograde(timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    status = json.loads((course.root / "status" / "rnn_attention.json").read_text())
+    status = mine.status()
     assert status["fake_generator"]["auto_score"] == 0, run.stdout
     assert status["zz_control"]["auto_score"] == status["zz_control"]["auto_max"], run.stdout
     kinds = {f["kind"] for f in status["fake_generator"]["flags"]}

@@ -2,20 +2,18 @@
 the line through them that gives CPU per notebook and the start-up. Its timings are not tested
 here: they are measured by running it."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests.support.scripts import script_module
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "autograde_class.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("autograde_class", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(BENCH)
 
 
 def test_two_cores_grade_the_class_a_third_of_it_and_one_submission_a_worker(bench):

@@ -3,13 +3,14 @@ well-formed: a trick cannot be added there without a measured row (docs/performa
 table, "Start-up tuning: one table"). Its timings are not tested here: they are measured by
 running it."""
 
-import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.scripts import script_module
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "bench" / "startup_tricks.py"
@@ -21,11 +22,7 @@ PERCENT = re.compile(r"^[+-]\d+\.\d% of (start-up|a notebook) \(\d+\.\d{3} s\)$"
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("startup_tricks", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("startup_tricks", module)  # (its dataclasses look their module up)
-    spec.loader.exec_module(module)
-    return module
+    return script_module(BENCH)  # (registered: its dataclasses look their module up)
 
 
 def modules() -> list[str]:

@@ -19,7 +19,7 @@ from grader.course import REPO, Course
 from grader.demo.sample_class import Student, write_class
 from grader.nbgrader.release import release
 from grader.pipeline.autograde import autograde
-from tests.verdicts import SKIP, checked, disagreements, failed_tests, visible_tests
+from tests.support.verdicts import SKIP, checked, disagreements, failed_tests, visible_tests
 
 pytestmark = pytest.mark.slow
 # Causes that visible tests check by design, so that `grader check` reports them: the device

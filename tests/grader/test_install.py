@@ -22,11 +22,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from venvs import borrowing_venv  # tests/grader/venvs.py (this folder is on sys.path)
 
 from grader.course import REPO, Course
-from grader.demo.sample_class import SAMPLE_CLASSES, SOFT_SELECT_CLASS, make_submission
+from grader.demo.sample_class import SAMPLE_CLASSES, SOFT_SELECT_CLASS
 from grader.nbgrader.release import release
+from tests.support.classes import write_class
+from tests.support.venvs import borrowing_venv
 
 pytestmark = pytest.mark.slow
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
@@ -189,11 +190,9 @@ def test_a_non_editable_install_grades(tmp_path, install_dir):
     work.mkdir()
     released = release(Course(tmp_path / "scratch", source=source), "soft_select") / \
         "soft_select.ipynb"
-    for student in SOFT_SELECT_CLASS[:3]:  # alice (full), bob (blank), carol (partial)
-        folder = tmp_path / "submissions" / student.id / "soft_select"
-        folder.mkdir(parents=True)
-        nbformat.write(make_submission(source / "soft_select" / "soft_select.ipynb", released,
-                                       student), folder / "soft_select.ipynb")
+    # alice (full), bob (blank), carol (partial)
+    write_class(tmp_path / "submissions", released, SOFT_SELECT_CLASS[:3],
+                source / "soft_select" / "soft_select.ipynb")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     # .venv/bin last: third-party commands (alembic) that the borrowed packages bring
     env["PATH"] = os.pathsep.join([str(python.parent), env.get("PATH", ""),

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from venvs import borrowing_venv  # tests/grader/venvs.py (this folder is on sys.path)
 
 from grader.course import REPO
 from grader.demo.sample_class import SELF_ATTENTION_CLASS, make_submission
+from tests.support.venvs import borrowing_venv
 
 pytestmark = pytest.mark.slow
 SOURCE = REPO / "assignments" / "self_attention" / "self_attention.ipynb"

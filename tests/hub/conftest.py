@@ -138,6 +138,25 @@ def started_hub(name: str):
     for part in ("state", "exchange", "instructor", "config"):
         shutil.rmtree(hub.root / part, ignore_errors=True)
     passwords = install(hub)
+    with launched(hub, name) as (proc, log):
+        try:
+            yield RunningHub(hub, passwords, log)
+        finally:
+            proc.terminate()  # JupyterHub stops every server it started
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            for user in hub.users:
+                subprocess.run(["pkill", "-KILL", "-u", user], check=False)
+
+
+@contextlib.contextmanager
+def launched(hub: Hub, name: str):
+    """JupyterHub for an installed `hub`, started as `make hub` starts it, its output in
+    build/hub-test/jupyterhub-NAME.log; yields (process, log) once it answers. The caller stops
+    it (a test of `hub --remove` lets the command do it); if it is still running when the
+    block ends, it is killed."""
     LOGS.mkdir(parents=True, exist_ok=True)
     log = LOGS / f"jupyterhub-{name}.log"
     cmd, env = command(hub)
@@ -146,15 +165,11 @@ def started_hub(name: str):
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_for(f"{hub.url}/hub/health", 90, proc, log)
-        yield RunningHub(hub, passwords, log)
+        yield proc, log
     finally:
-        proc.terminate()  # JupyterHub stops every server it started
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
+        if proc.poll() is None:
             proc.kill()
-        for user in hub.users:
-            subprocess.run(["pkill", "-KILL", "-u", user], check=False)
+            proc.wait(30)
 
 
 @pytest.fixture(scope="session")

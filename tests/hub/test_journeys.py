@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 
 from grader.course import REPO
-from tests.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.hub.conftest import LOGS, require_hub, started_hub
+from tests.support import pages
+from tests.support.pages import chromium_browser, hub_login
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -71,10 +72,7 @@ def student_check_command() -> str:
 
 
 def expect(locator):
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    return expect(locator)
+    return pages.expect(locator, TIMEOUT_MS)
 
 
 # The text of the terminal on show: xterm's rows for screen readers (JupyterLab's terminal
@@ -132,13 +130,8 @@ class XTerm:
 
 
 def login(browser, hub, user: str):
-    context = browser.new_context(viewport={"width": 1400, "height": 2200})
-    context.set_default_timeout(TIMEOUT_MS)
-    page = context.new_page()
-    page.goto(f"{hub.hub.url}/hub/login")
-    page.fill("#username_input", user)
-    page.fill("#password_input", hub.passwords[user])
-    page.click("#login_submit")
+    page = hub_login(browser, hub.hub.url, user, hub.passwords[user], height=2200,
+                     timeout_ms=TIMEOUT_MS)
     page.wait_for_url(re.compile(rf"/user/{re.escape(user)}/lab"), timeout=SLOW_MS)
     page.wait_for_selector("#jp-main-statusbar", timeout=SLOW_MS)
     # the terminal's screen as text (xterm's rows for screen readers), no news toast
@@ -185,16 +178,8 @@ def file_browser_root(page) -> str:
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(f"no chromium at {CHROMIUM}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium_browser() as b:
+        yield b
 
 
 @pytest.fixture(scope="module")

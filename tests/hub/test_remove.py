@@ -20,10 +20,10 @@ import pytest
 import requests
 
 from grader.course import REPO
-from grader.hub import command, install
+from grader.hub import install
 from grader.hub.layout import GROUP_INSTRUCTORS, GROUP_STUDENTS, Hub
 from grader.hub.remove import remove
-from tests.hub.conftest import LOGS, _wait_for, free_ports, require_hub
+from tests.hub.conftest import free_ports, launched, require_hub
 
 pytestmark = pytest.mark.slow
 
@@ -86,30 +86,23 @@ def test_remove_leaves_nothing_of_the_hub():
     passwords = install(hub)
     uids = {pwd.getpwnam(user).pw_uid for user in hub.users}
     others = (members(GROUP_STUDENTS) | members(GROUP_INSTRUCTORS)) - set(hub.users)
-    LOGS.mkdir(parents=True, exist_ok=True)
-    log = LOGS / f"jupyterhub-{name}.log"
-    cmd, env = command(hub)
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, cwd=hub.state, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait_for(f"{hub.url}/hub/health", 90, proc, log)
-        student = hub.students[0]
-        start_student_server(hub, student, passwords[student])
-        assert processes_of(uids), "no server running as the hub's users"
-        assert cgroup_folders(hub.root.name), "the student's server has no control group"
-        if hub.exchange_size:
-            assert os.path.ismount(hub.exchange)
+        with launched(hub, name) as (proc, _):
+            student = hub.students[0]
+            start_student_server(hub, student, passwords[student])
+            assert processes_of(uids), "no server running as the hub's users"
+            assert cgroup_folders(hub.root.name), "the student's server has no control group"
+            if hub.exchange_size:
+                assert os.path.ismount(hub.exchange)
 
-        done = subprocess.run([sys.executable, "-m", "grader", "hub", "--remove", "--root",
-                               str(hub.root)], capture_output=True, text=True, timeout=300,
-                              cwd=REPO)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert proc.wait(timeout=60) is not None  # JupyterHub stopped
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            remove(hub)  # the test failed: nothing of it left behind all the same
+            done = subprocess.run([sys.executable, "-m", "grader", "hub", "--remove", "--root",
+                                   str(hub.root)], capture_output=True, text=True, timeout=300,
+                                  cwd=REPO)
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert proc.wait(timeout=60) is not None  # JupyterHub stopped
+    except BaseException:
+        remove(hub)  # the test failed: nothing of it left behind all the same
+        raise
 
     left = {
         "users": [u for u in hub.users if _exists(pwd.getpwnam, u)],

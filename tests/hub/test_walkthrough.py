@@ -26,9 +26,11 @@ from urllib.parse import quote
 import nbformat
 import pytest
 
-from grader.course import COURSE_ID, REPO
+from grader.course import REPO, Course
 from grader.demo.sample_class import SELF_ATTENTION_CLASS, make_submission
-from tests.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.support import pages
+from tests.support.notebooks import cell_of
+from tests.support.pages import chromium_browser, hub_login
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -46,10 +48,7 @@ def home(user: str) -> Path:
 
 
 def expect(locator):
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    return expect(locator)
+    return pages.expect(locator, TIMEOUT_MS)
 
 
 def points(nb) -> tuple[float, float]:
@@ -130,13 +129,8 @@ class Flow:
 
     def login(self, user: str):
         """A fresh browser context for `user`, logged in at the hub, in their JupyterLab."""
-        context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.set_default_timeout(TIMEOUT_MS)
-        page = context.new_page()
-        page.goto(f"{self.h.hub.url}/hub/login")
-        page.fill("#username_input", user)
-        page.fill("#password_input", self.h.passwords[user])
-        page.click("#login_submit")
+        page = hub_login(self.browser, self.h.hub.url, user, self.h.passwords[user],
+                         height=1000, timeout_ms=TIMEOUT_MS)
         try:  # the hub starts their server (spawn-pending), then sends them to it
             page.wait_for_url(re.compile(rf"/user/{re.escape(user)}/lab"), timeout=SLOW_MS)
             page.wait_for_selector("#jp-main-statusbar", timeout=SLOW_MS)
@@ -177,18 +171,9 @@ class Flow:
 
 @pytest.fixture(scope="module")
 def browser():
-    if not CHROMIUM.exists():
-        if os.environ.get("GRADER_REQUIRE_SERVICES"):
-            pytest.fail(f"no chromium at {CHROMIUM}")
-        pytest.skip(f"no chromium at {CHROMIUM} (.ci/run installs Debian's `chromium`)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium_browser(bool(os.environ.get("GRADER_REQUIRE_SERVICES")),
+                          " (.ci/run installs Debian's `chromium`)") as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
@@ -229,6 +214,14 @@ def validate(page):
     return dialog
 
 
+def validated(flow: Flow, user: str, page, fetched: Path, story: str):
+    """The sample class's STORY handed in as USER's notebook, validated from the Assignment
+    List; (the results dialog, its message)."""
+    flow.put_notebook(user, make_submission(SOURCE, fetched, STORY[story]))
+    dialog = validate(page)
+    return dialog, dialog.locator("#validation-message")
+
+
 def close_dialog(page, dialog):
     dialog.get_by_role("button", name=re.compile("^ok$", re.I)).click()
     expect(dialog).to_have_count(0)
@@ -247,6 +240,9 @@ def submit(page, count_before: int) -> tuple[float, float]:
 
 
 def fetch(flow: Flow, user: str, who: str):
+    """USER logs in and fetches the assignment from the Assignment List; (the page, the fetched
+    notebook's path)."""
+    flow.login(user)
     page = assignment_list(flow.pages[user])
     row = page.locator("#released_assignments_list .list_item", has_text=ASSIGNMENT)
     expect(row).to_be_visible()  # the instructor's release, in the exchange
@@ -282,18 +278,13 @@ def test_1_instructor_releases_the_assignment(flow):
 def test_2_student_hands_in_twice_and_the_last_counts(flow):
     flow.needs("released")
     a = flow.a
-    flow.login(a)
     page, fetched = fetch(flow, a, "student_a")
     flow.shot(page, "student_a_fetched")
 
     # The wrong answer (the softmax over the queries): validation names the failing test.
     released = nbformat.read(fetched, as_version=4)
-    distribution_test = next(c for c in released.cells
-                             if c.metadata.get("nbgrader", {}).get("grade_id")
-                             == "test_sdpa_distribution")
-    flow.put_notebook(a, make_submission(SOURCE, fetched, STORY["carol"]))
-    dialog = validate(page)
-    message = dialog.locator("#validation-message")
+    distribution_test = cell_of(released, "test_sdpa_distribution")
+    dialog, message = validated(flow, a, page, fetched, "carol")
     expect(message).to_have_class(re.compile(r"\bvalidation-failed\b"))
     expect(message).to_contain_text(distribution_test.source.splitlines()[0])
     expect(message).to_contain_text("normalised along that axis, not the last")
@@ -303,9 +294,7 @@ def test_2_student_hands_in_twice_and_the_last_counts(flow):
     flow.shot(page, "student_a_submitted_wrong")
 
     # The right answer: validation passes; handed in again.
-    flow.put_notebook(a, make_submission(SOURCE, fetched, STORY["alice"]))
-    dialog = validate(page)
-    message = dialog.locator("#validation-message")
+    dialog, message = validated(flow, a, page, fetched, "alice")
     expect(message).to_have_class(re.compile(r"\bvalidation-success\b"))
     expect(message).to_contain_text("Success! Your notebook passes all the tests.")
     flow.shot(page, "student_a_validate_passes")
@@ -339,7 +328,6 @@ def test_3_instructor_sets_the_due_date_to_now(flow):
 def test_4_second_student_hands_in_after_the_due_date(flow):
     flow.needs("due")
     b = flow.b
-    flow.login(b)
     page, fetched = fetch(flow, b, "student_b")
     flow.put_notebook(b, make_submission(SOURCE, fetched, STORY["alice"]))
     flow.times["b_submit"] = submit(page, 0)
@@ -458,11 +446,10 @@ def test_6_student_fetches_and_reads_feedback(flow):
 
 def test_7_gradebook_and_exports(flow):
     flow.needs("graded")
-    from nbgrader.api import Gradebook
 
     a, b = flow.a, flow.b
     auto, manual = points(nbformat.read(SOURCE, as_version=4))
-    with Gradebook(f"sqlite:///{flow.h.hub.course}/gradebook.db", COURSE_ID) as gb:
+    with Course(flow.h.hub.course).gradebook() as gb:
         sa = gb.find_submission(ASSIGNMENT, a)
         sb = gb.find_submission(ASSIGNMENT, b)
         written = [gb.find_grade(grade_id, ASSIGNMENT, ASSIGNMENT, a)

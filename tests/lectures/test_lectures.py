@@ -17,8 +17,8 @@ from lectures.toolkit.execute import execute, gpu_cells
 
 LECTURES = sorted((REPO / "lectures").glob("*.ipynb"))
 # seconds per lecture, two lectures side by side on 2 CPU cores. The lectures that train on real
-# data take 100-120 s on a quiet machine (lectures 3, 7 and 10, round 33 of
-# docs/performance-log.md) and this machine's slow spells have run lectures about 1.5 times
+# data take 100-120 s on a quiet machine (lectures 3, 7 and 10, docs/performance.md) and
+# this machine's slow spells have run lectures about 1.5 times
 # slower: 300 s keeps a margin over both. One cell may take at most CELL_TIMEOUT (180 s).
 BUDGET = 300
 

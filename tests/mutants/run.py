@@ -15,8 +15,9 @@ Outcome of each mutant:
 - survived: not equivalent, and full marks: a slip no test sees.
 
 Beside the autograde run, `grader check`'s verdicts on every mutant's visible tests, run in one
-kernel as the catalogue runs them (tests/verdicts.py): where the two disagree on a mutant, a
-student would see one verdict and be graded by another (a goal missed, whatever the status).
+kernel as the catalogue runs them (tests/support/verdicts.py): where the two disagree on a
+mutant, a student would see one verdict and be graded by another (a goal missed, whatever the
+status).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from grader.pipeline.autograde import autograde
 from tests.mutants import equivalence
 from tests.mutants.operators import Mutant, mutants
 from tests.mutants.regimes import probes
-from tests.verdicts import checked, disagreements, failed_tests
+from tests.support.verdicts import checked, disagreements, failed_tests
 
 ASSIGNMENTS = ["soft_select", "by_hand", "rnn_attention", "self_attention", "transformer",
                "efficient_attention", "tiny_gpt"]  # the course's order

@@ -213,16 +213,13 @@ def test_lm_greedy_generate(gen):
         assert torch.equal(out[:, t], lm(context)[:, -1].argmax(-1))
 
 
-def test_lm_overfits_a_batch(gen):
+def test_lm_overfits_a_batch(gen, train_losses):
     lm = _lm()
     seq = torch.randint(0, 11, (4, 8), generator=gen)
-    opt = torch.optim.Adam(lm.parameters(), lr=1e-2)
-    losses = []
-    for _ in range(40):
+
+    def loss():
         logits = lm(seq[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, 11), seq[:, 1:].reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        return F.cross_entropy(logits.reshape(-1, 11), seq[:, 1:].reshape(-1))
+
+    losses = train_losses(lm.parameters(), loss)
     assert losses[-1] < 0.3 * losses[0]
