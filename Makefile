@@ -79,15 +79,15 @@ hub: $(STAMP) sandbox-tools hub-tools
 hub-remove: $(STAMP)
 	$(BIN)/python -m grader hub --remove
 
-## Lint, then every test (CI runs this through .ci/run), on TEST_WORKERS pytest-xdist workers
-## (tests/conftest.py groups what shares a server or a build, longest first). Each lecture executes
-## once a run, and the demo's sample classes are graded once, whichever worker asks first; the
-## summary at the end counts both.
+## Lint, then every test (CI runs this through .ci/run), on TEST_WORKERS pytest-xdist workers:
+## what shares a server or a build runs whole on one worker, the longest first
+## (tests/support/schedule.py). Each lecture executes once a run, and the demo's sample classes
+## are graded once, whichever worker asks first; the summary at the end counts both.
 TEST_WORKERS ?= 2
 test: $(STAMP) sandbox-tools hub-tools lecture-data bytecode
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo --no-cache
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 ## The inner loop (under 2 minutes): lint, then the tests that start no kernel, notebook server
 ## or browser (`slow` and `browser` are left out). `make test` stays the full suite.

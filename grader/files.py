@@ -3,7 +3,7 @@ folder, one atomic write.
 
 A submission's folder is written by the student: a link in it may point at a classmate's
 notebook or at the instructor's files, so no walk here follows one or lists one. A file the
-grader keeps (the run's status, the collect's record, a feedback page, the late rule) is
+grader keeps (the run's status, the collect's manifest, a feedback page, the late rule) is
 written whole and then renamed into place: a reader never sees half of it, a crash leaves the
 old one, and a link already at the target is replaced, never written through.
 """

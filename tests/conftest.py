@@ -29,6 +29,7 @@ import pytest
 
 from tests.executed import ExecutedLectures, lectures_wanted
 from tests.support.once import once, run_folder
+from tests.support.schedule import longest_first, scheduler
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
@@ -98,36 +99,14 @@ def _count_autograde():
 _count_autograde()
 
 
-# How `make test` spreads the suite over its pytest-xdist workers (`--dist loadgroup`): each
-# family below runs whole on one worker (it shares a server or a build that another worker would
-# start again), in this order, the longest first; every other file is a unit of its own, after
-# them, in the order collected. The lectures' execution keeps both cores busy, so the hub's
-# tests, which mostly wait on servers, come next, to run beside it.
-FAMILIES = {
-    "lectures": ("tests/lectures/test_lectures.py", "tests/site/"),
-    "hub": ("tests/hub/",),
-    "catalogue": ("tests/catalogue/",),
-    "browser": ("tests/browser/",),
-    "capstone-experiments": ("tests/solutions/test_written_experiments.py",),
-    "startup": ("tests/grader/startup/",),
-    "check": ("tests/grader/selfcheck/",),
-}
+def pytest_collection_modifyitems(items):
+    longest_first(items)  # tests/support/schedule.py
 
 
-def _unit(nodeid: str) -> tuple[int, str]:
-    """(rank, name) of the unit of work a test belongs to."""
-    path = nodeid.split("::", 1)[0]
-    for rank, (name, prefixes) in enumerate(FAMILIES.items()):
-        if path.startswith(prefixes):
-            return rank, name
-    return len(FAMILIES), path
-
-
-def pytest_collection_modifyitems(config, items):
-    units = {item.nodeid: _unit(item.nodeid) for item in items}
-    items.sort(key=lambda item: units[item.nodeid][0])  # stable: collection order within
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(units[item.nodeid][1]))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`make test`'s workers take whole families and files (tests/support/schedule.py)."""
+    return scheduler(config, log)
 
 
 def pytest_sessionfinish(session):

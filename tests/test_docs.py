@@ -116,6 +116,48 @@ def test_every_relative_link_resolves(page):
     assert not missing, f"{page.name} links to missing file(s): {missing}"
 
 
+# The repository's own folders: a code span that starts with one of them names a path in it.
+TOP_FOLDERS = ("grader/", "tests/", "lectures/", "assignments/", "solutions/", "bench/", "docs/",
+               "book/", "requirements/", ".ci/")
+# A placeholder the reader fills in (NAME, STUDENT, ASSIGNMENT): a word all in capitals that is
+# not one of the repository's own capitalized file names.
+PLACEHOLDER = re.compile(r"\b(?!(?:README|CHANGELOG|SECURITY|LICENSE)\b)[A-Z][A-Z_]+\b")
+
+
+def _named_paths(text: str) -> list[tuple[int, str, str]]:
+    """(line, the code span, the path it names) for each inline code span outside code blocks
+    that names one path of the repository: no spaces, wildcards, placeholders, {} or <>. A test
+    id's `::name`, a `:LINE` and a trailing / are not part of the path."""
+    found, in_block = [], False
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            in_block = not in_block
+            continue
+        if in_block:
+            continue
+        for span in re.findall(r"`([^`\n]+)`", line):
+            if (not span.startswith(TOP_FOLDERS) or re.search(r"[\s*{}<>]", span)
+                    or PLACEHOLDER.search(span)):
+                continue
+            path = re.sub(r"(::.*|:\d+(-\d+)?)$", "", span).rstrip("/")
+            found.append((number, span, path))
+    return found
+
+
+def test_every_repository_path_named_exists():
+    """Every path of the repository that README.md, SECURITY.md, CHANGELOG.md or docs/*.md names
+    in a code span is there (a file or a folder): a moved or deleted one must be updated."""
+    made_up = _named_paths("see `tests/grader/test_made_up.py::test_x` and `grader/cli/`, not "
+                           "`grader/*.py`, `solutions/NAME` or `tests/x.py -k y`")
+    assert [p for _, _, p in made_up] == ["tests/grader/test_made_up.py", "grader/cli"]
+    assert not (REPO / made_up[0][2]).exists(), "the check would let a made-up path through"
+    gone = [f"{page.relative_to(REPO)}:{number}: {path}" + (f" (`{span}`)" if span != path else "")
+            for page in PAGES
+            for number, span, path in _named_paths(page.read_text())
+            if not (REPO / path).exists()]
+    assert not gone, "the docs name paths the repository does not have:\n" + "\n".join(gone)
+
+
 def test_the_cli_reference_is_generated_from_the_parser():
     """docs/cli.md is exactly what the parser prints today (`make cli-reference` rewrites it)."""
     import importlib.util

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAMILIES, RunLog, _unit
+from tests.conftest import RunLog
 from tests.support.once import BuildFailed, once
+from tests.support.schedule import FAMILIES, unit
 
 
 def _slow_build(marks: Path) -> dict:
@@ -71,8 +72,8 @@ def test_the_controller_counts_what_every_worker_did():
 
 
 def test_each_family_runs_whole_on_one_worker_the_longest_first():
-    assert _unit("tests/site/test_offline.py::test_x[a]") == (0, "lectures")
-    assert _unit("tests/lectures/test_lectures.py::test_y") == (0, "lectures")
-    assert _unit("tests/hub/test_remove.py::test_z") == (1, "hub")
+    assert unit("tests/site/test_offline.py::test_x[a]") == (0, "lectures")
+    assert unit("tests/lectures/test_lectures.py::test_y") == (0, "lectures")
+    assert unit("tests/hub/test_remove.py::test_z") == (1, "hub")
     other = "tests/lectures/test_exercises.py::test_w"
-    assert _unit(other) == (len(FAMILIES), "tests/lectures/test_exercises.py")
+    assert unit(other) == (len(FAMILIES), "tests/lectures/test_exercises.py")

@@ -10,7 +10,8 @@ PyTorch's own meta kernels are not enough: they let `mm`, `embedding` and `index
 devices, which CUDA refuses. The rules below are CUDA's: CPU tensors of no dimensions (scalars)
 mix with most operations, but not with clamp's bounds, `stack` or `cat`, nor as a mask; copies
 take CPU tensors of any size, indexing takes CPU indices, and writing through indices takes a
-single CPU value. tests/grader/test_device_check.py holds each rule to what CUDA does, on a GPU.
+single CPU value. tests/grader/checks/test_device_check.py holds each rule to what CUDA does, on
+a GPU.
 
 The notebooks call it in visible tests, so `python -m grader check` reports it too. It fails
 only on what it has seen: an operation that mixed devices, or an output left on the CPU. Code

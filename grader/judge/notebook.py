@@ -318,7 +318,7 @@ def _text(value, limit: int = KEEP_CHARS) -> str:
 # Outputs are made here from strings, so they fit nbformat's schema by construction; its
 # new_output() would check each one against the schema, a dozen times a notebook. nbformat
 # validates the whole notebook when the command reads it back, and
-# tests/grader/test_pipeline.py checks that these outputs pass.
+# tests/grader/pipeline/test_pipeline.py checks that these outputs pass.
 
 def _streams(stdout: str, stderr: str) -> list:
     outputs = []

@@ -1,7 +1,7 @@
 """The device probe: PyTorch's operations watched on the `meta` device, in the student's process.
 
 grader/checks/devices.py explains the check this serves (does the student's code follow the
-device of its inputs?) and tests/grader/test_device_check.py holds each rule below to CUDA's.
+device of its inputs?) and tests/grader/checks/test_device_check.py holds each rule below to CUDA's.
 The student's process wraps every call it runs in `probing`, so this lives on the sandbox's side.
 """
 

@@ -9,7 +9,7 @@ colours, host names) add to it. The grader's commands (grader.cli) and its gradi
 server (grader.startup.warming) go without them; jsonschema then leaves those formats
 unchecked, which no validation here asks it to do. Nothing else is touched: a student's kernel
 or a Jupyter server that imports `grader` keeps every package. The gain is in
-docs/performance.md; tests/grader/test_startup.py guards it.
+docs/performance.md; tests/grader/startup/test_startup.py guards it.
 """
 
 import sys

@@ -24,9 +24,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
 from grader.course import REPO
 from grader.html_safety import STATIC_PAGE_POLICY
-from tests.chromium import CHROMIUM
-from tests.lab_server import running_lab
+from tests.support.chromium import CHROMIUM
 from tests.support.classes import released_class
+from tests.support.lab import running_lab
 
 from .attacks import FULL, Attack, build
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from grader.course import REPO
-from tests.chromium import CHROMIUM, chromium
-from tests.lab_server import running_lab
+from tests.support.chromium import CHROMIUM
+from tests.support.lab import running_lab
+from tests.support.pages import browser, page  # noqa: F401 (fixtures: one chromium a module)
 
 WORK = REPO / "build" / "browser"  # below the server's root, so JupyterLab can open it
 SHOTS = REPO / "build" / "screenshots"
@@ -60,7 +61,7 @@ def shots() -> Path:
 def sample_class(sample_classes) -> Path:
     """The demo's output (build/demo/'s layout, below the repository): the self_attention
     class released and autograded in course/, its report in reports/. Shared with
-    tests/grader/test_demo.py; these tests only add a fetched copy under student/."""
+    tests/grader/demo/test_demo.py; these tests only add a fetched copy under student/."""
     assert sample_classes.rows["self_attention"], "the demo graded no self_attention class"
     return sample_classes.out
 
@@ -71,17 +72,3 @@ def lab_url(sample_class, tmp_path_factory):
     with running_lab(sample_class / "course", tmp_path_factory.mktemp("lab"), LAB_SETTINGS,
                      ("--ServerApp.open_browser=False",)) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """One headless chromium (Debian's), with a fresh profile, for the whole session."""
-    with chromium() as context:
-        yield context
-
-
-@pytest.fixture
-def page(browser):
-    page = browser.new_page()
-    yield page
-    page.close()

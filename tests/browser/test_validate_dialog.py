@@ -21,7 +21,7 @@ import pytest
 from grader.course import REPO
 from grader.demo.sample_class import Edit, Student, make_submission
 from tests.browser.conftest import LAB_SETTINGS, WORK
-from tests.lab_server import running_lab
+from tests.support.lab import running_lab
 
 SOURCE = REPO / "assignments" / "soft_select" / "soft_select.ipynb"
 LONG = "unbroken_words_" * 60

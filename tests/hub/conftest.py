@@ -15,10 +15,7 @@ import contextlib
 import os
 import pwd
 import shutil
-import socket
 import subprocess
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +24,7 @@ import pytest
 from grader.hub import command, install
 from grader.hub.config import server_environment
 from grader.hub.layout import MARKER, Hub, ServerLimits
+from tests.support.servers import free_ports, stop, wait_for
 
 LOGS = Path(__file__).resolve().parents[2] / "build" / "hub-test"
 
@@ -64,20 +62,6 @@ class RunningHub:
         return self.run_as(user, str(self.hub.python), "-c", code, check=check)
 
 
-def free_ports(n: int) -> list[int]:
-    """n distinct free loopback ports: every socket stays bound until all are picked (one
-    at a time, the kernel may hand out the same port twice, and the proxy then served its own
-    API port as a route: JupyterHub stopped on a 404 from /api/routes)."""
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 def _missing() -> str | None:
     if os.geteuid() != 0:
         return "the hub needs root (Unix users, servers run as them)"
@@ -97,22 +81,6 @@ def _remove_test_users(hub: Hub) -> None:
         assert entry.pw_gecos == MARKER, f"{user} is a real account; not removed"
         subprocess.run(["pkill", "-KILL", "-u", user], check=False)
         subprocess.run(["userdel", "--remove", user], check=False, capture_output=True)
-
-
-def _wait_for(url: str, seconds: float, proc: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"JupyterHub exited ({proc.returncode}):\n"
-                                 f"{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise AssertionError(f"JupyterHub did not answer {url} in {seconds} s:\n"
-                         f"{log.read_text()[-4000:]}")
 
 
 def require_hub() -> None:
@@ -142,11 +110,7 @@ def started_hub(name: str):
         try:
             yield RunningHub(hub, passwords, log)
         finally:
-            proc.terminate()  # JupyterHub stops every server it started
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop([proc], 30)  # JupyterHub stops every server it started
             for user in hub.users:
                 subprocess.run(["pkill", "-KILL", "-u", user], check=False)
 
@@ -164,7 +128,7 @@ def launched(hub: Hub, name: str):
         proc = subprocess.Popen(cmd, cwd=hub.state, env=env, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        _wait_for(f"{hub.url}/hub/health", 90, proc, log)
+        wait_for(f"{hub.url}/hub/health", 90, proc, log, "JupyterHub")
         yield proc, log
     finally:
         if proc.poll() is None:

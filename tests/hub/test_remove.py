@@ -23,7 +23,8 @@ from grader.course import REPO
 from grader.hub import install
 from grader.hub.layout import GROUP_INSTRUCTORS, GROUP_STUDENTS, Hub
 from grader.hub.remove import remove
-from tests.hub.conftest import free_ports, launched, require_hub
+from tests.hub.conftest import launched, require_hub
+from tests.support.servers import free_ports
 
 pytestmark = pytest.mark.slow
 

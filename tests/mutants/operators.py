@@ -42,7 +42,7 @@ KEEP_CALLS = {"range", "len", "min", "max", "zip", "enumerate", "float", "int", 
 DROPPABLE_METHODS = {"transpose", "unsqueeze", "squeeze", "tril", "triu", "contiguous", "to",
                      "float", "double", "flatten", "exp", "clone", "t", "masked_fill", "all",
                      "round", "floor", "sqrt", "abs"}
-NEVER_DROPPED_KEYWORDS = {"device"}  # device slips need a device to see: grader/checks/devices
+NEVER_DROPPED_KEYWORDS = {"device"}  # device slips need a device to see: grader/checks/devices.py
 
 
 @dataclass(frozen=True)

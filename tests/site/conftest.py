@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import REPO
-from tests.chromium import CHROMIUM, chromium
+from tests.support.chromium import CHROMIUM, chromium
 
 # As tests/browser, plus a resolver that finds no host but loopback: a second wall behind the
 # route that aborts every request not to the local server.

@@ -1,5 +1,5 @@
 """Pages the grader writes (feedback pages, the class report), read as text or opened in
-Debian's chromium (tests/chromium.py), and the hub's pages as a user's browser shows them.
+Debian's chromium (tests/support/chromium.py), and the hub's pages as a user's browser shows them.
 
 Fixtures, for a module to import (`from tests.support.pages import browser, open_page`):
 - `browser`: one headless chromium with a fresh profile, for a module's tests;
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.chromium import CHROMIUM, CHROMIUM_ARGS, chromium
+from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS, chromium
 from tests.support.cli import grader
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 def free_ports(n: int) -> list[int]:
     """n distinct free loopback ports: every socket stays bound until all are picked (one
-    at a time, the kernel may hand out the same port twice)."""
+    at a time, the kernel may hand out the same port twice, and the hub's proxy then served
+    its own API port as a route: JupyterHub stopped on a 404 from /api/routes)."""
     sockets = [socket.socket() for _ in range(n)]
     try:
         for s in sockets:

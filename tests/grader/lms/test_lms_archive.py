@@ -220,7 +220,7 @@ def test_hostile_members_are_named_and_nothing_is_written_outside(tiny_course, t
     assert "  alice        tiny.ipynb" in done.stdout.splitlines()
     assert "carol" in done.stdout and "no notebook of theirs could be taken in" in done.stdout
     assert done.stderr.endswith("(exit status 1)\n")
-    # Written: alice's notebook and the record, nothing else, nowhere else.
+    # Written: alice's notebook and the manifest, nothing else, nowhere else.
     written = files_under(tmp_path) - before
     assert written == {"course/submitted/alice/tiny/tiny.ipynb",
                        "course/collected/tiny.json"}, written

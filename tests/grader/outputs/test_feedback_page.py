@@ -17,8 +17,8 @@ import pytest
 
 from grader.course import Course
 from grader.demo.sample_class import Edit, Student
-from tests.chromium import CHROMIUM
 from tests.support import cli
+from tests.support.chromium import CHROMIUM
 from tests.support.classes import sample_students
 
 pytestmark = [pytest.mark.slow,

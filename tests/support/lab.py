@@ -1,13 +1,12 @@
 """`grader lab` for the browser tests: JupyterLab started as `make lab` starts it
-(grader.servers.lab),
-on one course, on loopback, without a token, with no user config or kernels of this machine."""
+(grader.servers.lab), on one course, on loopback, without a token, with no user config or
+kernels of this machine."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,12 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader.course import REPO
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.servers import free_port, stop
 
 
 @contextlib.contextmanager
@@ -63,9 +57,5 @@ def running_lab(course_root: Path, tmp: Path, settings: dict | None = None,
                 time.sleep(0.5)
         yield url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        stop([server], 30)
         log.close()
