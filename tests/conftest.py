@@ -21,6 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ import pytest
 
 from tests.executed import ExecutedLectures, lectures_wanted
 from tests.support.once import once, run_folder
-from tests.support.schedule import longest_first, scheduler
+from tests.support.schedule import longest_first, scheduler, unit
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
@@ -47,6 +48,8 @@ class RunLog:
     gradings: Counter = field(default_factory=Counter)  # autograde() calls, by assignment
     notebooks: Counter = field(default_factory=Counter)  # submissions executed, by assignment
     made: list = field(default_factory=list)  # folders below build/ to remove when the run ends
+    # {unit of work (tests/support/schedule.py): [worker, first test's start, last one's end]}
+    units: dict = field(default_factory=dict)
 
     def add(self, other: dict) -> None:
         """Count in what a pytest-xdist worker did (its `as_dict()`)."""
@@ -54,10 +57,33 @@ class RunLog:
             getattr(self, name).update(other[name])
         self.lecture_seconds.update(other["lecture_seconds"])
         self.made += other["made"]
+        self.units.update(other["units"])
 
     def as_dict(self) -> dict:
         return {name: dict(getattr(self, name)) for name in ("lectures", "lecture_seconds",
-                "site_lectures", "gradings", "notebooks")} | {"made": list(self.made)}
+                "site_lectures", "gradings", "notebooks", "units")} | {"made": list(self.made)}
+
+    def ran(self, nodeid: str, worker: str, start: float, end: float) -> None:
+        """A test of `unit(nodeid)` ran on `worker` from `start` to `end` (time.time())."""
+        name = unit(nodeid)[1]
+        _, first, _ = self.units.get(name, (worker, start, end))
+        self.units[name] = [worker, min(first, start), end]
+
+    def timeline(self, longer_than: float = 30) -> list[str]:
+        """Each worker's units of over `longer_than` seconds, in seconds from the run's start."""
+        if not self.units:
+            return []
+        start = min(first for _, first, _ in self.units.values())
+        lines = []
+        for worker in sorted({w for w, _, _ in self.units.values()}):
+            mine = sorted((first, last, name) for name, (w, first, last) in self.units.items()
+                          if w == worker)
+            busy = sum(last - first for first, last, _ in mine)
+            shown = ", ".join(f"{name} {first - start:.0f}-{last - start:.0f}"
+                              for first, last, name in mine if last - first > longer_than)
+            lines.append(f"{worker}: busy {busy:.0f} s, ended at {mine[-1][1] - start:.0f} s; "
+                         f"units over {longer_than:.0f} s: {shown or 'none'}")
+        return lines
 
     def summary(self) -> list[str]:
         def show(counter):
@@ -72,7 +98,7 @@ class RunLog:
         lines.append(f"autograde runs in this process: {sum(self.gradings.values())} "
                      f"({show(self.gradings)}); submissions executed: "
                      f"{sum(self.notebooks.values())}")
-        return lines
+        return lines + self.timeline()
 
 
 RUNS = RunLog()
@@ -97,6 +123,14 @@ def _count_autograde():
 
 
 _count_autograde()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item):
+    """Time each unit of work on its worker, for the summary's timeline."""
+    start = time.time()
+    yield
+    RUNS.ran(item.nodeid, os.environ.get("PYTEST_XDIST_WORKER", "main"), start, time.time())
 
 
 def pytest_collection_modifyitems(items):

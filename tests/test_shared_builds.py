@@ -71,6 +71,20 @@ def test_the_controller_counts_what_every_worker_did():
     assert "lectures executed: 1 (03_rnn_attention x1)" in controller.summary()
 
 
+def test_the_timeline_shows_each_workers_long_units():
+    log = RunLog()
+    log.ran("tests/hub/test_remove.py::test_a", "gw1", 100.0, 160.0)
+    log.ran("tests/hub/test_servers.py::test_b", "gw1", 160.0, 250.0)  # the same family
+    log.ran("tests/test_docs.py::test_c", "gw1", 250.0, 251.0)
+    log.ran("tests/lectures/test_lectures.py::test_d", "gw0", 100.0, 500.0)
+    other = RunLog()
+    other.add(log.as_dict())
+    assert other.timeline() == [
+        "gw0: busy 400 s, ended at 400 s; units over 30 s: lectures 0-400",
+        "gw1: busy 151 s, ended at 151 s; units over 30 s: hub 0-150",
+    ]
+
+
 def test_each_family_runs_whole_on_one_worker_the_longest_first():
     assert unit("tests/site/test_offline.py::test_x[a]") == (0, "lectures")
     assert unit("tests/lectures/test_lectures.py::test_y") == (0, "lectures")
