@@ -21,6 +21,8 @@ FAMILIES = {
     "capstone-experiments": ("tests/solutions/test_written_experiments.py",),
     "startup": ("tests/grader/startup/",),
     "check": ("tests/grader/selfcheck/",),
+    # both run `make student-wheel`, which rebuilds build/student-src and build/dist
+    "student-wheel": ("tests/grader/test_install.py", "tests/grader/test_student_env.py"),
 }
 
 
