@@ -174,6 +174,7 @@ class Result:
     infrastructure: bool = False  # the error was the grader's, not the student's
     seconds: float = 0.0  # time to execute the notebook
     executed_by: str = ""  # host:pid of the process that executed it
+    failed: dict[str, str] = field(default_factory=dict)  # "NOTEBOOK: TEST" -> its error
 
     @property
     def status(self) -> str:

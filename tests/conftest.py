@@ -38,6 +38,14 @@ os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
 EXECUTED_LECTURES = REPO / "build" / "lectures"  # shared with `make lectures` and `make site`
 
 
+@pytest.fixture(scope="session", autouse=True)
+def preflight_cache(tmp_path_factory):
+    """The grader's preflight verdicts (grader/pipeline/preflight.py) cached for this run alone,
+    shared by its workers and by the commands the tests start: a run never trusts a verdict of
+    an earlier one, and each source is checked once a run."""
+    os.environ["GRADER_PREFLIGHT_CACHE"] = str(run_folder(tmp_path_factory) / "preflight")
+
+
 @dataclass
 class RunLog:
     """How often this test process executed each lecture and autograded each assignment."""

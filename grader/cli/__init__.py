@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (FileNotFoundError, ValueError, RuntimeError) as e:  # may quote a student's text
-        print(f"error: {shown(e)}", file=sys.stderr)
+        lines = getattr(e, "lines", None) or [str(e)]  # (a message of several lines: its own)
+        print("error: " + "\n".join(shown(line) for line in lines), file=sys.stderr)
         return STOPPED
 
 

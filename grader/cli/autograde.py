@@ -12,6 +12,7 @@ from pathlib import Path
 from grader.cli.common import (
     DONE,
     EXIT_STATUSES,
+    HELD,
     INCOMPLETE,
     RETRY,
     STOPPED,
@@ -69,6 +70,7 @@ def run(args) -> int:
         from grader.pipeline.autograde import autograde
 
     from grader.nbgrader.late import load_policy
+    from grader.pipeline.preflight import PreflightFailed
     from grader.sandbox.confinement import confinement
     from grader.sandbox.namespaces import IsolationUnavailable
 
@@ -86,9 +88,13 @@ def run(args) -> int:
     if late is not None:
         print(f"  late penalty: {late.describe()} (`release --late-penalty` changes it)")
     start = time.monotonic()
-    results = autograde(course, args.assignment, submissions, limits=limits,
-                        workers=args.workers, scheduler=args.scheduler, force=args.force,
-                        unconfined=args.unconfined)
+    try:
+        results = autograde(course, args.assignment, submissions, limits=limits,
+                            workers=args.workers, scheduler=args.scheduler, force=args.force,
+                            unconfined=args.unconfined)
+    except PreflightFailed as e:  # (its lines, each escaped: the errors quote the notebook)
+        print("error: " + "\n".join(shown(line) for line in e.lines), file=sys.stderr)
+        return HELD
     return _summary(course, args.assignment, results, time.monotonic() - start)
 
 
@@ -118,7 +124,8 @@ def _something_to_grade(course, assignment: str, submissions: Path | None) -> No
 
 def _summary(course, assignment: str, results, seconds: float) -> int:
     """Print what the run did, and where its grades are; its exit status."""
-    from grader.pipeline.grades import status_path
+    from grader.pipeline.grades import load_run, status_path
+    from grader.pipeline.held import describe
 
     errors = [r for r in results if r.error]
     infra = [r for r in errors if r.infrastructure]
@@ -135,6 +142,10 @@ def _summary(course, assignment: str, results, seconds: float) -> int:
         print(f"{len(infra)} submission(s) not graded by a failure of the grader: run the same "
               "command again to retry them (exit status 3)", file=sys.stderr)
         return RETRY
+    held = load_run(course.root, assignment).get("held")
+    if held:
+        print("\n".join(shown(line) for line in describe(assignment, held)), file=sys.stderr)
+        return HELD
     if errors:
         print(f"{len(errors)} submission(s) could not be graded: see their ERROR rows above "
               "(exit status 1)", file=sys.stderr)

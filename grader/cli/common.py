@@ -19,6 +19,7 @@ DONE = 0  # everything asked was done: every submission graded, every page deliv
 INCOMPLETE = 1  # the command ran to its end, but not everything could be done (see its rows)
 STOPPED = 2  # a usage or setup error, said on stderr; checked before any work is done
 RETRY = 3  # (autograde) the grader's own failure left submissions ungraded: run it again
+HELD = 4  # (autograde) a fault of the grading machine or the tests, not charged to students
 
 EXIT_STATUSES = f"""\
 exit status:
@@ -34,6 +35,10 @@ exit status:
      before anything is released or graded
   {RETRY}  autograde: the grader itself failed on some submissions (not the
      students' fault): run the same command again to retry them
+  {HELD}  autograde: held for the instructor: the instructor's own solution
+     does not earn full marks on this machine (nothing was graded), or one
+     test failed with the same error for every student graded (recorded, but
+     feedback and export refuse the assignment until it is looked at)
 """
 
 
@@ -120,3 +125,24 @@ def add_command(sub, name: str, text: str, course: bool = True,
         course_options(s, default=argparse.SUPPRESS)
     log_options(s, default=argparse.SUPPRESS)
     return s
+
+
+def add_accept_held(s) -> None:
+    """--accept-held, for the commands a held assignment stops (grader.pipeline.held)."""
+    s.add_argument("--accept-held", action="store_true",
+                   help="go on although autograde held an assignment (one test failed with the "
+                        "same error for every student): the students really made that mistake")
+
+
+def not_held(course: Course, assignments, accept: bool) -> None:
+    """Raise RuntimeError (exit status 2, before anything is written) when one of `assignments`
+    is held by its last autograde run, unless `accept`."""
+    from grader.pipeline.grades import load_run
+    from grader.pipeline.held import describe
+
+    for assignment in assignments:
+        held = load_run(course.root, assignment).get("held")
+        if held and not accept:
+            e = RuntimeError(f"{assignment} is held")
+            e.lines = describe(assignment, held)  # (each line shown escaped: they quote errors)
+            raise e

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader.cli.common import DONE, add_command, course_of
+from grader.cli.common import DONE, add_accept_held, add_command, course_of, not_held
 from grader.shown import shown
 
 EXPORT_NAMES = {"nbgrader": "grades.csv", "canvas": "grades-canvas.csv",
@@ -25,6 +25,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     s.add_argument("--roster", help="(canvas) a gradebook CSV exported from Canvas: students "
                                     "are matched on SIS Login ID, SIS User ID or ID (default: "
                                     "none)")
+    add_accept_held(s)
     return s
 
 
@@ -35,6 +36,7 @@ def run(args) -> int:
     roster = Path(args.roster) if args.roster else None
     if roster is not None and not roster.is_file():
         raise FileNotFoundError(f"no roster file {roster}")
+    not_held(course, course.assignments(), args.accept_held)
     to = Path(args.to) if args.to else course.root / "exports" / EXPORT_NAMES[args.format]
     to = export(course, to, args.format, roster)
     print(f"grades written to {shown(to.resolve())} ({args.format} format)")

@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from grader.cli.common import DONE, INCOMPLETE, add_command, course_of, known
+from grader.cli.common import (
+    DONE,
+    INCOMPLETE,
+    add_accept_held,
+    add_command,
+    course_of,
+    known,
+    not_held,
+)
 from grader.shown import shown
 
 
@@ -17,12 +25,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                 "pages stay in the course's feedback/STUDENT/ASSIGNMENT/)")
     s.add_argument("--publish", action="store_true",
                    help="also put them in the exchange, where each student fetches their own")
+    add_accept_held(s)
     return s
 
 
 def run(args) -> int:
     course = course_of(args)
     known(course, args.assignment)
+    not_held(course, [args.assignment], args.accept_held)
     from grader.outputs.feedback import feedback
 
     to = Path(args.to).resolve() if args.to else None

@@ -2,8 +2,10 @@
 
 The sample classes are graded into the course `make lab` opens (build/course, or --course), so
 the formgrader shows them; the demo's own files (the sample submissions, a copy of each feedback
-page, the class reports, grades.csv) are written under build/demo/. A course that holds grades
-of students the demo did not add is refused: sample grades never mix into a real class's.
+page, the class reports, grades.csv) are written under build/demo/, or, for a course of the
+user's (--course DIR), under DIR/demo/: a demo on another course touches nothing outside it. A
+course that holds grades of students the demo did not add is refused: sample grades never mix
+into a real class's.
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from grader.course import REPO, Course
+from grader.course import DEFAULT_COURSE, REPO, Course
 from grader.demo.sample_class import SAMPLE_CLASSES, Student, write_class
 from grader.nbgrader.release import release
 from grader.outputs.export import export
 from grader.outputs.feedback import feedback
 from grader.outputs.report import report
 from grader.pipeline.autograde import Result, autograde, progress_to
+from grader.sandbox.confinement import confinement
 
 
 def _show(path: Path) -> Path:
@@ -34,6 +37,16 @@ def meets_expectation(student: Student, r: Result) -> bool:
 
 
 MARK = ".made-by-make-demo"  # in a course directory the demo graded its sample classes into
+DEMO_FILES = REPO / "build" / "demo"  # the demo's own files, for `make demo`'s course
+OWN = ("submissions", "feedback", "reports", "grades.csv")  # what the demo writes there
+
+
+def files_of(course: Course) -> Path:
+    """Where the demo writes its own files for `course`: build/demo/ for the course `make demo`
+    and `make lab` use (build/course), else DIR/demo/ inside the course DIR."""
+    if course.root.resolve() == DEFAULT_COURSE.root.resolve():
+        return DEMO_FILES
+    return course.root / "demo"
 
 
 def claim(course: Course) -> None:
@@ -50,20 +63,37 @@ def claim(course: Course) -> None:
             "another, e.g. `python -m grader demo --course build/demo-course`")
 
 
-def run_demo(out: Path = REPO / "build" / "demo", say=print,
+def run_demo(out: Path | None = None, say=print,
              assignments: list[str] | None = None,
-             course: Course | None = None) -> dict[str, list[tuple[Student, Result]]]:
+             course: Course | None = None,
+             unconfined: bool = False) -> dict[str, list[tuple[Student, Result]]]:
     """Grade the sample classes into `course` (default: a fresh one in out/course); the demo's
-    own files go to `out`, made afresh."""
-    course = course or Course(out / "course")
+    own files go to `out` (default: files_of(course)), made afresh: with a course of its own,
+    `out` is emptied; with a course given, only the demo's files in `out` (OWN) are removed.
+    `unconfined`: grade even where the sandbox cannot be built (the sample classes are the
+    course's own code; each submission is flagged 'unconfined')."""
+    own_course = course is None
+    if own_course:
+        out = DEMO_FILES if out is None else out
+        course = Course(out / "course")
+    elif out is None:
+        out = files_of(course)
     claim(course)
-    if out.exists():
-        shutil.rmtree(out)
+    confinement(unconfined)  # no sandbox and not --unconfined: stop before anything is done
+    if own_course:
+        if out.exists():
+            shutil.rmtree(out)
+    else:
+        for path in (out / name for name in OWN):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
     course.root.mkdir(parents=True, exist_ok=True)
     (course.root / MARK).write_text("The sample classes of `make demo` are graded here.\n")
     rows = {}
     for assignment in assignments or list(SAMPLE_CLASSES):
-        rows[assignment] = grade_sample_class(course, assignment, out, say)
+        rows[assignment] = grade_sample_class(course, assignment, out, say, unconfined)
     csv = export(course, out / "grades.csv")
     say(f"Grades of every assignment: {_show(csv)}")
     for assignment, table_rows in rows.items():
@@ -72,7 +102,8 @@ def run_demo(out: Path = REPO / "build" / "demo", say=print,
     return rows
 
 
-def grade_sample_class(course: Course, assignment: str, out: Path, say):
+def grade_sample_class(course: Course, assignment: str, out: Path, say,
+                       unconfined: bool = False):
     students = SAMPLE_CLASSES[assignment]
     say(f"== {assignment}")
     released = release(course, assignment)
@@ -84,7 +115,8 @@ def grade_sample_class(course: Course, assignment: str, out: Path, say):
     say(f"   autograding {len(students)} sample students (each in its own confined process)")
     # force: a course the demo graded before holds the same submissions, which would be skipped
     with progress_to(lambda line: say("  " + line)):
-        results = {r.student: r for r in autograde(course, assignment, submissions, force=True)}
+        results = {r.student: r for r in autograde(course, assignment, submissions, force=True,
+                                                   unconfined=unconfined)}
     pages = feedback(course, assignment, students=[s.id for s in students],
                      to=out / "feedback" / assignment)
     for student, why in pages.items():
@@ -98,8 +130,10 @@ def grade_sample_class(course: Course, assignment: str, out: Path, say):
 
 
 def next_steps(course: Course, rows: dict[str, list[tuple[Student, Result]]],
-               out: Path = REPO / "build" / "demo") -> list[str]:
-    """The demo's closing lines: where its results are, and what to open next."""
+               out: Path | None = None) -> list[str]:
+    """The demo's closing lines: where its results are (`out`, default files_of(course)), and
+    what to open next."""
+    out = files_of(course) if out is None else out
     assignment = "self_attention" if "self_attention" in rows else next(iter(rows))
     student = next((s for s, _ in rows[assignment] if s.expect == "partial"),
                    rows[assignment][0][0])

@@ -24,8 +24,10 @@ from grader.intake import IntakeError
 from grader.nbgrader import gradebook
 from grader.nbgrader.api import api_for
 from grader.nbgrader.release import release
+from grader.pipeline import held, preflight
 from grader.pipeline.grades import (
     has_submission,
+    load_run,
     load_status,
     not_graded,
     record,
@@ -162,15 +164,21 @@ def _autograde(course, assignment, submissions, limits, workers, scheduler, forc
         pool.close()
         pool = None
     if pool is not None:
+        check = _preflight(course, assignment, limits, unconfined, scheduler)
         where = f"Dask cluster {scheduler}" if scheduler else f"{pool.workers} process(es)"
-        _say(f"  executing {len(tasks)} submission(s) on {where}")
+        _say(f"  executing {len(tasks)} submission(s) on {where}"
+             + (", after the instructor's solution (the grader's own check)" if check else ""))
+        runs = {preflight.SOURCE: check.task, **tasks} if check else tasks
         runner = Scheduler(lambda: make_pool(workers, scheduler, unconfined, preload, sandbox),
-                           watchdog_seconds(tasks, limits), poll=WATCHDOG_POLL,
+                           watchdog_seconds(runs, limits), poll=WATCHDOG_POLL,
                            max_attempts=MAX_ATTEMPTS)
-        results.update(_execute_and_record(course, api, assignment, runner, tasks, pool, flags))
+        results.update(_execute_and_record(course, api, assignment, runner, runs, pool, flags,
+                                           check))
     ordered = [results[s] for s in found]
     save_status(course.root, assignment, ordered, hashes,
-                run={"conditions": confinement(unconfined).conditions()})
+                run={"conditions": confinement(unconfined).conditions(),
+                     "held": held.hold(ordered, load_run(course.root, assignment).get("held",
+                                                                                     []))})
     return ordered
 
 
@@ -231,19 +239,43 @@ def _prepare_all(course: Course, assignment: str, todo: dict[str, Path], limits:
 
 
 def _execute_and_record(course: Course, api, assignment: str, runner: Scheduler,
-                        tasks: dict[str, Task], pool,
-                        flags: dict[str, list[Flag]]) -> dict[str, Result]:
+                        tasks: dict[str, Task], pool, flags: dict[str, list[Flag]],
+                        check: preflight.Check | None = None) -> dict[str, Result]:
     """Stages 2 and 3: `tasks` executed by `runner` on `pool`, each recorded as it ends, with a
     progress line; {student: their Result}. Every pool is closed when the run ends, however it
     ends."""
     results: dict[str, Result] = {}
-    tally = _Tally(len(tasks))
+    tally = _Tally(len(tasks) - (check is not None))
+    waiting: list[Outcome] = []  # executed before the instructor's solution was: held till then
     with contextlib.closing(runner.run(tasks, pool)) as outcomes:
         for outcome in outcomes:
-            student = outcome.student
-            results[student] = _result_of(course, api, assignment, outcome, flags[student])
-            tally.report(results[student])
+            if outcome.student == preflight.SOURCE:
+                own = check.passed(outcome)  # or PreflightFailed: nothing of the class recorded
+                check = None
+                _say(f"  the instructor's solution earns {own.score:g} / {own.max_score:g} "
+                     "here: recording the class")
+                ready, waiting = waiting, []
+            elif check is not None:
+                waiting.append(outcome)
+                continue
+            else:
+                ready = [outcome]
+            for done in ready:
+                student = done.student
+                results[student] = _result_of(course, api, assignment, done, flags[student])
+                tally.report(results[student])
     return results
+
+
+def _preflight(course: Course, assignment: str, limits: Limits, unconfined: bool,
+               scheduler: str | None) -> preflight.Check | None:
+    """The instructor's solution to execute before any student is recorded; None when a
+    verdict that passed is cached for this environment and source (grader.pipeline.preflight)."""
+    digest = preflight.key(course, assignment, limits, unconfined, scheduler)
+    if preflight.cached(digest):
+        return None
+    return preflight.Check(course, assignment, digest,
+                           preflight.task(course, assignment, limits, unconfined))
 
 
 def _result_of(course: Course, api, assignment: str, outcome: Outcome,

@@ -31,6 +31,7 @@ from grader.files import write_atomic
 from grader.nbgrader import gradebook
 from grader.nbgrader.api import reason
 from grader.nbgrader.execute import executed_path
+from grader.pipeline.held import failed_tests
 from grader.shown import shown
 from grader.submission import Executed, Flag, Result, unique
 
@@ -59,7 +60,8 @@ def record(course: Course, api, assignment: str, student: str, outcome: Executed
             shutil.rmtree(executed_path(course.root, assignment, student, "x").parent)
     return Result(student, error=error, infrastructure=infrastructure,
                   flags=unique(flags + outcome["flags"]), seconds=outcome["seconds"],
-                  executed_by=outcome["executed_by"], **scores(course, assignment, student))
+                  executed_by=outcome["executed_by"], failed=failed_tests(outcome["notebooks"]),
+                  **scores(course, assignment, student))
 
 
 def not_graded(course: Course, assignment: str, student: str, error: str, flags: list[Flag],

@@ -45,6 +45,11 @@ class Confinement:
 
 
 _found: dict[bool, Confinement] = {}  # confinement(unconfined)'s answers in this process
+# The option that grades without the sandbox, and the commands of `python -m grader` that take
+# it: the advice given where the sandbox cannot be built names both (tests/grader/sandbox/
+# test_advice.py parses it with those commands' parsers).
+UNCONFINED = "--unconfined"
+TAKEN_BY = ("autograde", "demo")
 
 
 def confinement(unconfined: bool = False) -> Confinement:
@@ -55,9 +60,11 @@ def confinement(unconfined: bool = False) -> Confinement:
     if found is None:
         why = namespaces.probe()
         if why and not unconfined:
+            commands = " or ".join(f"`python -m grader {c}`" for c in TAKEN_BY)
             raise namespaces.IsolationUnavailable(
-                f"cannot isolate students' code here: {why}. Fix that, or pass --unconfined to "
-                "grade without isolation (every submission is then flagged 'unconfined')")
+                f"cannot isolate students' code here: {why}. Fix that, or, for code you trust, "
+                f"pass {UNCONFINED} (to {commands}) to grade without isolation (every "
+                "submission is then flagged 'unconfined')")
         found = _found[unconfined] = Confinement(
             sandboxed=not why and not unconfined, cgroups=cgroup.available() is None,
             why_not=why or ("the instructor asked for it" if unconfined else ""))

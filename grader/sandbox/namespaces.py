@@ -9,10 +9,13 @@ What the sandbox gives (each is the kernel's, set up by bwrap, not by us):
 - a root filesystem made only of read-only binds of what Python needs (the interpreter, the
   venv, the `grader` package, /usr) and private tmpfs mounts for /tmp, /dev/shm and the scratch
   folder, each with a size limit, and the IPC namespace's POSIX message queues at /dev/mqueue
-  (so that a sweep can find them: zygote.py). The course, the gradebook, `solutions`,
-  `assignments`, /root, /home and most of /etc simply do not exist in there, and the
-  environment's configuration inside the bound folders is covered (config_paths);
-- a minimal, explicit environment (nothing of the grader's: no database URL, no hub token);
+  (so that a sweep can find them: zygote.py), and the data folders the grader's environment
+  names for the notebooks (data.py: $PYTHON_DOCS_SOURCES), read-only, at the same paths. The
+  course, the gradebook, `solutions`, `assignments`, /root, /home and most of /etc simply do
+  not exist in there, and the environment's configuration inside the bound folders is covered
+  (config_paths);
+- a minimal, explicit environment (nothing of the grader's: no database URL, no hub token;
+  only the variables that name the data folders above);
 - an unprivileged user: when the grader runs as root, `setpriv` drops to `nobody` with no
   capabilities, an empty bounding set and no_new_privs; otherwise bwrap runs as the invoking
   user in a new user namespace;
@@ -33,6 +36,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.sandbox import data
 from grader.startup.threads import ONE_THREAD
 
 log = logging.getLogger(__name__)
@@ -48,6 +52,10 @@ ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "mime.
 HUGE_PAGES = "/sys/kernel/mm/transparent_hugepage"
 # Where the sandbox's IPC namespace shows its POSIX message queues (one file each).
 MQUEUE = "/dev/mqueue"
+# Places the sandbox makes its own (private mounts) or keeps out of sight: a data folder that
+# is, or holds, one of them is not bound (data_folders).
+OWN_PLACES = (SCRATCH, "/tmp", "/dev", "/dev/shm", MQUEUE, "/proc", "/sys", "/etc", "/run",
+              "/var", "/home", "/root")
 # In a Python prefix, what Python does not need to import the course's packages and a student
 # must not read: the environment's configuration (etc: Jupyter's and nbgrader's site-wide
 # config, which may hold a database URL; pip.conf), Jupyter's and the hub's data (kernels, the
@@ -75,6 +83,11 @@ def environment() -> dict[str, str]:
            "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/ipython",
            "PYTHONDONTWRITEBYTECODE": "1", "NBGRADER_EXECUTION": "autograde", **ONE_THREAD}
     env.update({k: os.environ[k] for k in PASS_THROUGH if k in os.environ})
+    # A data variable set to a folder that is not bound (not the data, or not allowed) is passed
+    # as it is: the notebook then misses its data in the sandbox as the grader's side of it
+    # does, rather than reading another copy (Debian's) that the grader's side never saw.
+    env.update({v: os.path.abspath(os.environ[v]) for v in data.FOLDERS if os.environ.get(v)})
+    env.update(data_folders())  # where the notebooks' data is: bound by command(), read-only
     return env
 
 
@@ -88,6 +101,22 @@ def readable_paths() -> list[str]:
         p for p in paths if os.path.isdir(p)}  # the path as seen, and where it really is
     outer = sorted(paths)
     return [p for p in outer if not any(p != q and p.startswith(q + "/") for q in outer)]
+
+
+def data_folders() -> dict[str, str]:
+    """{variable: folder}: the data folders the grader's environment names for the notebooks
+    (data.shown(): the Python documentation's sources, say, where $PYTHON_DOCS_SOURCES points),
+    less any that is or holds a place the sandbox makes or keeps out (OWN_PLACES): bound over
+    it, the machine's own would show through."""
+    return {variable: folder for variable, folder in data.shown().items()
+            if not any(place == folder or place.startswith(folder.rstrip("/") + "/")
+                       for place in OWN_PLACES)}
+
+
+def data_paths() -> list[str]:
+    """The data folders (data_folders): read-only in the sandbox, at the same paths, and
+    readable under Landlock."""
+    return sorted(set(data_folders().values()))
 
 
 def hidden_paths() -> list[str]:
@@ -160,8 +189,12 @@ def command(argv: list[str], sizes: Sizes = Sizes(),
     made = {"/etc", "/usr", "/tmp", "/dev", "/proc", SCRATCH}
     if Path(HUGE_PAGES).is_dir():  # glibc reads it (grader.startup.huge_pages)
         _bind_read_only(cmd, made, HUGE_PAGES, "--ro-bind-try")
-    for path in readable_paths():
+    readable = readable_paths()
+    for path in readable:
         _bind_read_only(cmd, made, path)
+    for path in data_paths():  # before the covers below: a cover wins over a data folder
+        if not any(path == b or path.startswith(b + "/") for b in ["/usr", *readable]):
+            _bind_read_only(cmd, made, path)
     for path in hidden_paths():
         cmd += ["--perms", "0000", "--tmpfs", path]
     for path in config_paths():

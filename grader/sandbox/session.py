@@ -44,10 +44,12 @@ class RemoteError(Exception):
 
 
 def landlock_paths() -> list[str]:
-    """Folders the student's process may read (Landlock, the second layer): what Python needs."""
+    """Folders the student's process may read (Landlock, the second layer): what Python needs,
+    and the notebooks' data folders (namespaces.data_paths)."""
     system = [p for p in ("/usr", "/lib", "/lib64", "/etc", "/proc", "/dev", "/opt")
               if os.path.isdir(p)]
-    return sorted(set(namespaces.readable_paths()) | set(system))
+    return sorted(set(namespaces.readable_paths()) | set(system)
+                  | set(namespaces.data_paths()))
 
 
 @dataclass

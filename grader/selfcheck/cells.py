@@ -34,6 +34,7 @@ class CellFailure:
     message: str
     ename: str = ""
     line: int | None = None  # where in the cell itself, when the traceback says
+    machine: bool = False  # an unchanged provided cell that failed before any student code ran
 
 
 def describe(nb, index: int) -> str:

@@ -291,10 +291,35 @@ def _failure(nb, index, error, frames: list[Frame],
                                                       whole=is_syntax_error(cause.ename)):
                 message += (f"\n{cause.cell} has a {cause.ename} at line {cause.line}; tests "
                             f"after it fail because its names ({name} among them) were never "
-                            "defined")
+                            "defined" + (": this machine's fault, not your answer's (see that "
+                                         "cell)" if cause.machine else ""))
                 break
     line = next((f.line for f in frames if f.cell == index), None)
-    return CellFailure("error", describe(nb, index), message, ename=ename, line=line)
+    machine = _machine_lacks(nb, index)
+    if machine:
+        message += ("\nThis cell is the assignment's own, unchanged, and it ran before any of "
+                    "your code: this machine lacks something the assignment needs (what the "
+                    "error names). It is not a mistake in your answers: install it, or ask "
+                    "your instructor, and check again")
+    return CellFailure("error", describe(nb, index), message, ename=ename, line=line,
+                       machine=machine)
+
+
+def _machine_lacks(nb, index: int) -> bool:
+    """Whether a cell's error can only be the machine's: the cell is one the assignment
+    provides (locked, neither an answer nor a test), unchanged since its release (nbgrader's
+    checksum of it), and no answer cell came before it (nothing of the student's ran yet)."""
+    cell = nb.cells[index]
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    if not meta.get("locked") or meta.get("solution") or meta.get("grade") or \
+            "checksum" not in meta:
+        return False
+    if any(c.get("metadata", {}).get("nbgrader", {}).get("solution")
+           for c in nb.cells[:index] if c.cell_type == "code"):
+        return False
+    from nbgrader.utils import compute_checksum  # (only here: a provided cell failed)
+
+    return compute_checksum(cell) == meta["checksum"]
 
 
 def _syntax_line(evalue: str) -> int | None:

@@ -184,7 +184,7 @@ def test_demo_and_lab_work_on_one_course_folder(tmp_path, monkeypatch, capsys):
 
     seen = {}
 
-    def fake_run_demo(course):
+    def fake_run_demo(course, **options):
         seen["demo"] = course.root
         return {}
 

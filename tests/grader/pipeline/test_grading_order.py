@@ -1,6 +1,7 @@
 """Submissions are executed in the order they were handed in (sorted by student): the
 adversarial suites rely on it to grade their honest controls (named to sort last) after the
-attackers of the same batch, in the sandbox the attackers may have tampered with."""
+attackers of the same batch, in the sandbox the attackers may have tampered with. The
+instructor's solution, when the preflight executes it, goes before them all."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 import grader.pipeline.pools as parallel
 from grader.pipeline.autograde import autograde, progress_to
+from grader.pipeline.preflight import SOURCE
 
 STUDENTS = [f"s{i:02d}" for i in range(6)]  # enough that a set's order is not theirs by luck
 
@@ -50,7 +52,10 @@ def test_one_worker_grades_in_submission_order(tiny_course, tmp_path, monkeypatc
 
     assert not [r for r in results if r.error], lines
     assert all(r.score == 5 for r in results), lines
-    assert executed == STUDENTS, f"executed in the order {executed}"
+    # the instructor's solution, when it is checked in this run (grader/pipeline/preflight.py),
+    # before everyone
+    checked = [SOURCE] if executed[:1] == [SOURCE] else []
+    assert executed == checked + STUDENTS, f"executed in the order {executed}"
     assert graded_order(lines) == STUDENTS, lines
 
 
