@@ -187,6 +187,29 @@ del _grader_shared
 """
 
 
+# Run in the fresh process before the measurement starts (and before any student code): the
+# PyTorch operations an attention is made of, once, on small tensors, so that the library's code
+# pages they load are resident already. Without a cgroup the peak is the process's resident size
+# (VmHWM), which counts those pages: about 13 MiB of them on the first matmul and exp, more than
+# the reference's whole working memory, which failed the instructor's own solution there. The
+# student's cells and calls still run after it, every byte they allocate counted.
+_WARM_UP = """
+import torch as _grader_t
+for _grader_dtype in (_grader_t.float32, _grader_t.float64):
+    _grader_q = _grader_t.randn(64, 16, dtype=_grader_dtype)
+    _grader_s = _grader_q @ _grader_q.T
+    _grader_m = _grader_s.max(dim=-1, keepdim=True).values
+    _grader_p = (_grader_s - _grader_m).exp()
+    _grader_o = (_grader_p / _grader_p.sum(dim=-1, keepdim=True)) @ _grader_q
+    _grader_t.maximum(_grader_m, _grader_m), _grader_t.softmax(_grader_s, dim=-1)
+    _grader_t.cat([_grader_q, _grader_q]), _grader_t.zeros_like(_grader_q)
+    _grader_t.full((4, 4), float("-inf"), dtype=_grader_dtype), _grader_q.clone()
+    _grader_s.masked_fill(_grader_s > 0, 0.0), _grader_t.where(_grader_s > 0, _grader_s, 0.0)
+    _grader_t.einsum("id,jd->ij", _grader_q, _grader_q), _grader_s.exp_()
+del _grader_t, _grader_dtype, _grader_q, _grader_s, _grader_m, _grader_p, _grader_o
+"""
+
+
 def _rss(host_pid: int, field: str) -> int:
     for line in Path(f"/proc/{host_pid}/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -216,6 +239,7 @@ def measure_calls(name: str, calls: list[tuple]) -> Measured:
                 _run(fresh, source, "the instructor's cells")
             _run(fresh, _SHARED_PROBE.replace("SANDBOXED", str(fresh.confined.sandboxed)),
                  "the grader's probe")
+            _run(fresh, _WARM_UP, "the grader's warm-up")
             link = Link(fresh)
             shared = link.get("_grader_shared_bytes")
             shared = shared if type(shared) is int and shared >= 0 else 0
