@@ -23,9 +23,9 @@ from grader.cli import (
     report,
     roster,
 )
-from grader.cli.common import EXIT_STATUSES, STOPPED, course_options, log_options
+from grader.cli.common import EXIT_STATUSES, STOPPED, course_options, log_options, print_error
 from grader.cli.logs import configure_logging
-from grader.shown import install_log_escaping, shown
+from grader.shown import install_log_escaping
 from grader.startup import formats
 
 # The commands, in the order `--help` lists them.
@@ -59,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (FileNotFoundError, ValueError, RuntimeError) as e:  # may quote a student's text
-        lines = getattr(e, "lines", None) or [str(e)]  # (a message of several lines: its own)
-        print("error: " + "\n".join(shown(line) for line in lines), file=sys.stderr)
+        print_error(e)
         return STOPPED
 
 

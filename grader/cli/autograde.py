@@ -21,6 +21,7 @@ from grader.cli.common import (
     gradebook_named,
     known,
     positive,
+    print_error,
 )
 from grader.course import CELL_TIMEOUT
 from grader.shown import shown
@@ -93,7 +94,7 @@ def run(args) -> int:
                             workers=args.workers, scheduler=args.scheduler, force=args.force,
                             unconfined=args.unconfined)
     except PreflightFailed as e:  # (its lines, each escaped: the errors quote the notebook)
-        print("error: " + "\n".join(shown(line) for line in e.lines), file=sys.stderr)
+        print_error(e)
         return HELD
     return _summary(course, args.assignment, results, time.monotonic() - start)
 

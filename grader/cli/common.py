@@ -8,9 +8,11 @@ import argparse
 import dataclasses
 import difflib
 import os
+import sys
 from pathlib import Path
 
 from grader.course import DEFAULT_COURSE, Course
+from grader.shown import shown
 
 # Exit statuses, the same for every command (the parser's epilog and docs/troubleshooting.md
 # say them to users): a script can tell "done" from "look at the rows" from "fix the command"
@@ -125,6 +127,13 @@ def add_command(sub, name: str, text: str, course: bool = True,
         course_options(s, default=argparse.SUPPRESS)
     log_options(s, default=argparse.SUPPRESS)
     return s
+
+
+def print_error(e: BaseException) -> None:
+    """`error: ...` on stderr: the exception's lines (`e.lines`, a message of several lines) or
+    its text, each line escaped (grader.shown: errors quote student text)."""
+    lines = getattr(e, "lines", None) or [str(e)]
+    print("error: " + "\n".join(shown(line) for line in lines), file=sys.stderr)
 
 
 def add_accept_held(s) -> None:

@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from grader.cli.common import DONE, HELD, INCOMPLETE, add_command, course_of
-from grader.shown import shown
+from grader.cli.common import DONE, HELD, INCOMPLETE, add_command, course_of, print_error
 
 DESCRIPTION = """\
 Release every assignment, grade a sample class on each into the course (--course), and
@@ -33,7 +31,7 @@ def run(args) -> int:
     try:
         rows = run_demo(course=course, unconfined=args.unconfined)
     except PreflightFailed as e:  # this machine lacks what an assignment needs: no one graded
-        print("error: " + "\n".join(shown(line) for line in e.lines), file=sys.stderr)
+        print_error(e)
         return HELD
     expected = all(meets_expectation(s, r) for table in rows.values() for s, r in table)
     print("\nEvery sample student got the score their story predicts." if expected else
